@@ -1,0 +1,1 @@
+"""The minipulsar broker: asyncio server, topics, subscriptions, dispatchers, config and CLI."""

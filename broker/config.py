@@ -1,0 +1,171 @@
+"""Broker settings: one dataclass, loaded from a broker.conf-style file, MINIPULSAR_* variables and flags.
+
+Keys keep Apache Pulsar's broker.conf names (ServiceConfiguration) where Pulsar has one; the
+dataclass fields are their snake_case forms. Precedence, lowest first: defaults, the file,
+MINIPULSAR_<key> environment variables (key as in the file, e.g. MINIPULSAR_brokerServicePort or
+MINIPULSAR_BROKERSERVICEPORT), command-line flags. A value that does not parse stops start-up with a
+ConfigError naming the key.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from storage import ManagedLedgerConfig
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the key."""
+
+
+@dataclass
+class BrokerConfig:
+    """Every setting the broker reads. Units are in the Pulsar key names (Millis, Seconds, Mbytes)."""
+
+    cluster_name: str = "standalone"  # clusterName
+    data_dir: str = "./data"  # minipulsar's own: where ledgers and cursors live
+    bind_address: str = "0.0.0.0"  # bindAddress
+    advertised_address: str = ""  # advertisedAddress; empty = bind address, or 127.0.0.1 for 0.0.0.0
+    broker_service_port: int = 6650  # brokerServicePort
+    web_service_port: int = 8080  # webServicePort
+    max_message_size: int = 5 * 1024 * 1024  # maxMessageSize (bytes)
+    max_pending_publish_requests_per_connection: int = 1000  # maxPendingPublishRequestsPerConnection
+    keep_alive_interval_seconds: int = 30  # keepAliveIntervalSeconds
+    allow_auto_topic_creation: bool = True  # allowAutoTopicCreation
+    allow_auto_topic_creation_type: str = "non-partitioned"  # allowAutoTopicCreationType
+    default_num_partitions: int = 1  # defaultNumPartitions
+    dispatcher_max_read_batch_size: int = 100  # dispatcherMaxReadBatchSize (entries)
+    dispatcher_max_read_size_bytes: int = 5 * 1024 * 1024  # dispatcherMaxReadSizeBytes
+    connection_write_high_water_mark_bytes: int = 4 * 1024 * 1024  # minipulsar's own
+    managed_ledger_max_entries_per_ledger: int = 50000  # managedLedgerMaxEntriesPerLedger
+    managed_ledger_max_size_per_ledger_mbytes: int = 2048  # managedLedgerMaxSizePerLedgerMbytes
+    journal_sync_data: bool = True  # journalSyncData
+    default_retention_time_in_minutes: int = 0  # defaultRetentionTimeInMinutes
+    default_retention_size_in_mb: int = 0  # defaultRetentionSizeInMB
+    managed_ledger_max_unacked_ranges_to_persist: int = 10000  # managedLedgerMaxUnackedRangesToPersist
+    managed_ledger_default_mark_delete_rate_limit: float = 1.0  # managedLedgerDefaultMarkDeleteRateLimit
+    managed_ledger_cache_size_mb: int = 64  # managedLedgerCacheSizeMB
+    extra: dict[str, str] = field(default_factory=dict)  # unknown keys, kept so they can be reported
+
+    def ledger_config(self) -> ManagedLedgerConfig:
+        """The storage settings derived from this config."""
+        return ManagedLedgerConfig(
+            max_entries_per_ledger=self.managed_ledger_max_entries_per_ledger,
+            max_size_per_ledger_mb=self.managed_ledger_max_size_per_ledger_mbytes,
+            sync_data=self.journal_sync_data,
+            retention_time_minutes=self.default_retention_time_in_minutes,
+            retention_size_mb=self.default_retention_size_in_mb,
+            max_unacked_ranges_to_persist=self.managed_ledger_max_unacked_ranges_to_persist,
+            mark_delete_rate_limit=self.managed_ledger_default_mark_delete_rate_limit,
+            entry_cache_size_mb=self.managed_ledger_cache_size_mb,
+        )
+
+    @property
+    def advertised_host(self) -> str:
+        """The host clients are told to connect to in LOOKUP answers."""
+        if self.advertised_address:
+            return self.advertised_address
+        return "127.0.0.1" if self.bind_address in ("0.0.0.0", "::", "") else self.bind_address
+
+    @property
+    def broker_service_url(self) -> str:
+        return f"pulsar://{self.advertised_host}:{self.broker_service_port}"
+
+
+def pulsar_key(field_name: str) -> str:
+    """snake_case field -> Pulsar's camelCase key: 'broker_service_port' -> 'brokerServicePort'."""
+    head, *rest = field_name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+_FIELDS = {pulsar_key(f.name): f for f in dataclasses.fields(BrokerConfig) if f.name != "extra"}
+# Matching ignores case and punctuation, so Pulsar's "defaultRetentionSizeInMB" and
+# MINIPULSAR_DEFAULT_RETENTION_SIZE_IN_MB both find their field.
+_BY_LOWER = {key.lower(): key for key in _FIELDS}
+_VALIDATORS = {
+    "allowAutoTopicCreationType": lambda v: v in ("non-partitioned", "partitioned"),
+    "maxMessageSize": lambda v: 0 < v <= 100 * 1024 * 1024,
+    "defaultNumPartitions": lambda v: v >= 1,
+    "brokerServicePort": lambda v: 0 <= v <= 65535,
+    "webServicePort": lambda v: 0 <= v <= 65535,
+    "managedLedgerMaxEntriesPerLedger": lambda v: v >= 1,
+    "managedLedgerMaxSizePerLedgerMbytes": lambda v: v >= 1,
+    "managedLedgerMaxUnackedRangesToPersist": lambda v: v >= 0,
+    "managedLedgerDefaultMarkDeleteRateLimit": lambda v: v >= 0,
+    "maxPendingPublishRequestsPerConnection": lambda v: v >= 1,
+    "dispatcherMaxReadBatchSize": lambda v: v >= 1,
+    "keepAliveIntervalSeconds": lambda v: v >= 1,
+}
+
+
+def _convert(key: str, raw: Any, kind: Any) -> Any:
+    text = str(raw).strip()
+    try:
+        if kind in (bool, "bool"):
+            if text.lower() in ("true", "1", "yes", "on"):
+                return True
+            if text.lower() in ("false", "0", "no", "off"):
+                return False
+            raise ValueError("expected true or false")
+        if kind in (int, "int"):
+            return int(text)
+        if kind in (float, "float"):
+            return float(text)
+        return text
+    except ValueError as exc:
+        raise ConfigError(f"config key {key}: invalid value {text!r} ({exc})") from None
+
+
+def parse_conf_file(path: str | Path) -> dict[str, str]:
+    """key=value lines of a Pulsar broker.conf; '#' starts a comment. Raises ConfigError on a bad line."""
+    values = {}
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "=" not in line:
+            raise ConfigError(f"{path}:{number}: expected key=value, got {line!r}")
+        key, value = line.split("=", 1)
+        values[key.strip()] = value.strip()
+    return values
+
+
+def env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
+    """MINIPULSAR_<key> variables, keyed by the part after the prefix."""
+    return {name[len("MINIPULSAR_") :]: value for name, value in environ.items() if name.startswith("MINIPULSAR_")}
+
+
+def build_config(*layers: Mapping[str, Any]) -> BrokerConfig:
+    """A BrokerConfig from layers of {pulsarKey: value}, later layers winning.
+
+    Keys match case-insensitively; an empty value in a file means "keep the default", as in
+    broker.conf. Unknown keys are kept in .extra (Pulsar has hundreds we do not read).
+    Raises ConfigError naming the key for an unparsable or out-of-range value.
+    """
+    config = BrokerConfig()
+    for layer in layers:
+        for raw_key, value in layer.items():
+            if value is None or (isinstance(value, str) and value == ""):
+                continue
+            key = _BY_LOWER.get(re.sub(r"[^A-Za-z0-9]", "", raw_key).lower())
+            if key is None:
+                config.extra[raw_key] = str(value)
+                continue
+            _apply(config, key, value)
+    return config
+
+
+def _apply(config: BrokerConfig, key: str, value: Any) -> None:
+    spec = _FIELDS[key]
+    converted = _convert(key, value, spec.type)
+    check = _VALIDATORS.get(key)
+    if check is not None and not check(converted):
+        raise ConfigError(f"config key {key}: value {converted!r} is out of range")
+    setattr(config, spec.name, converted)

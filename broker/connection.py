@@ -1,0 +1,266 @@
+"""One client connection: reads frames, routes each command to its handler, writes replies.
+
+The connection owns the producers and consumers its client created and tears them down when the
+socket closes. Protocol violations (garbage, lying sizes, oversize frames, unparsable commands,
+anything before CONNECT) close this connection only, after an ERROR where the command carried a
+request id. Back-pressure: reading pauses while too many publishes wait for their receipts, and
+consumers on a connection whose write buffer is above the high-water mark get nothing until it
+drains. Handlers live in broker/handlers/, one module per group of commands.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from broker.errors import BrokerError
+from broker.handlers import ROUTES
+from proto import PulsarApi_pb2 as api
+from proto.errors import FrameError
+from proto.frames import FRAME_PADDING, Frame, FrameDecoder, encode_command, encode_payload_command
+from storage import Entry
+
+if TYPE_CHECKING:
+    from broker.consumer import Consumer
+    from broker.producer import Producer
+    from broker.server import Broker
+
+log = logging.getLogger(__name__)
+
+Type = api.BaseCommand.Type
+# The sub-message field of BaseCommand for each type is named after the type in PulsarApi.proto;
+# requests among them carry request_id, which is where an ERROR reply must point.
+_FIELD_BY_TYPE = {
+    field.number: field.name for field in api.BaseCommand.DESCRIPTOR.fields if field.name != "type"
+}
+
+
+def command_body(command: api.BaseCommand) -> Any:
+    """The sub-message of command matching its type (e.g. command.producer for PRODUCER)."""
+    return getattr(command, _FIELD_BY_TYPE[command.type])
+
+
+class ServerConnection(asyncio.Protocol):
+    """asyncio protocol for one client socket. peer_address: 'host:port' of the client."""
+
+    def __init__(self, broker: "Broker"):
+        self.broker = broker
+        config = broker.config
+        self.decoder = FrameDecoder(config.max_message_size + FRAME_PADDING)
+        self.transport: asyncio.Transport | None = None
+        self.peer_address = ""
+        self.connected = False  # CONNECT seen
+        self.closed = False
+        self.protocol_version = 0
+        self.client_version = ""
+        self.producers: dict[int, Producer] = {}
+        self.consumers: dict[int, Consumer] = {}
+        self.pending_publishes = 0
+        self.max_pending_publishes = config.max_pending_publish_requests_per_connection
+        self._reading_paused = False
+        self._writing_paused = False
+        self._tasks: set[asyncio.Task] = set()
+        self._last_received = time.monotonic()
+        self._ping_outstanding = False
+        self._next_request_id = 0
+
+    # ---- asyncio.Protocol ------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        self.peer_address = f"{peer[0]}:{peer[1]}"
+        high = self.broker.config.connection_write_high_water_mark_bytes
+        transport.set_write_buffer_limits(high=high, low=high // 2)
+        self.broker.connections.add(self)
+        log.debug("connection from %s", self.peer_address)
+
+    def data_received(self, data: bytes) -> None:
+        self._last_received = time.monotonic()
+        self._ping_outstanding = False
+        try:
+            frames = self.decoder.feed(data)
+        except FrameError as exc:
+            self.protocol_error(f"bad frame: {exc}")
+            return
+        for frame in frames:
+            if self.closed:
+                return
+            self._route(frame)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.broker.connections.discard(self)
+        for task in self._tasks:
+            task.cancel()
+        for producer in list(self.producers.values()):
+            self.remove_producer(producer)
+        for consumer in list(self.consumers.values()):
+            self.remove_consumer(consumer)
+        log.debug("connection from %s closed (%s)", self.peer_address, exc)
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        for consumer in list(self.consumers.values()):
+            dispatcher = consumer.subscription.dispatcher
+            if dispatcher is not None:
+                dispatcher.wake()
+
+    # ---- routing ---------------------------------------------------------------------------
+    def _route(self, frame: Frame) -> None:
+        command = frame.command
+        if not self.connected and command.type != Type.CONNECT:
+            self.protocol_error(f"{Type.Name(command.type)} before CONNECT", command)
+            return
+        handler = ROUTES.get(command.type)
+        if handler is None:
+            self.protocol_error(f"unexpected command {Type.Name(command.type)}", command)
+            return
+        try:
+            result = handler(self, frame)
+        except BrokerError as exc:
+            self.reply_error(command, exc)
+            return
+        except Exception:
+            log.exception("%s: handler for %s failed", self.peer_address, Type.Name(command.type))
+            self.protocol_error("internal error", command)
+            return
+        if inspect.isawaitable(result):
+            self._spawn(self._run_async(command, result))
+
+    async def _run_async(self, command: api.BaseCommand, awaitable) -> None:
+        try:
+            await awaitable
+        except BrokerError as exc:
+            self.reply_error(command, exc)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("%s: handler for %s failed", self.peer_address, Type.Name(command.type))
+            self.reply_error(command, BrokerError(f"internal error: {exc}"))
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ---- writing ---------------------------------------------------------------------------
+    def send(self, command: api.BaseCommand) -> None:
+        if not self.closed and self.transport is not None:
+            self.transport.write(encode_command(command))
+
+    def is_writable(self) -> bool:
+        return not self._writing_paused and not self.closed
+
+    def reply_error(self, command: api.BaseCommand, exc: BrokerError) -> None:
+        """ERROR for the request that failed; the connection stays open."""
+        request_id = getattr(command_body(command), "request_id", None)
+        if request_id is None:
+            log.warning("%s: %s failed: %s", self.peer_address, Type.Name(command.type), exc)
+            return
+        self.send_error(request_id, exc.server_error, str(exc))
+
+    def send_error(self, request_id: int, server_error: int, message: str) -> None:
+        self.send(api.BaseCommand(type=Type.ERROR, error=api.CommandError(
+            request_id=request_id, error=server_error, message=message)))
+
+    def send_success(self, request_id: int) -> None:
+        self.send(api.BaseCommand(type=Type.SUCCESS, success=api.CommandSuccess(request_id=request_id)))
+
+    def send_message(self, consumer: "Consumer", entry: Entry, redelivery_count: int) -> None:
+        """MESSAGE = command + the stored entry bytes, unchanged."""
+        message = api.CommandMessage(consumer_id=consumer.consumer_id)
+        message_id = message.message_id
+        message_id.ledgerId, message_id.entryId = entry.position
+        partition = consumer.subscription.topic.partition_index
+        if partition >= 0:
+            message_id.partition = partition
+        if redelivery_count:
+            message.redelivery_count = redelivery_count
+        if consumer.epoch is not None:
+            message.consumer_epoch = consumer.epoch
+        command = api.BaseCommand(type=Type.MESSAGE, message=message)
+        if not self.closed and self.transport is not None:
+            self.transport.write(encode_payload_command(command, entry.data))
+
+    def send_active_consumer_change(self, consumer: "Consumer", active: bool) -> None:
+        if self.protocol_version >= api.v12:
+            self.send(api.BaseCommand(type=Type.ACTIVE_CONSUMER_CHANGE, active_consumer_change=api.CommandActiveConsumerChange(
+                consumer_id=consumer.consumer_id, is_active=active)))
+
+    def new_request_id(self) -> int:
+        """Request ids for commands the broker starts (CLOSE_CONSUMER / CLOSE_PRODUCER)."""
+        self._next_request_id += 1
+        return self._next_request_id
+
+    # ---- producers and consumers -----------------------------------------------------------
+    def remove_producer(self, producer: "Producer") -> None:
+        producer.closed = True
+        self.producers.pop(producer.producer_id, None)
+        producer.topic.remove_producer(producer)
+
+    def remove_consumer(self, consumer: "Consumer") -> None:
+        self.consumers.pop(consumer.consumer_id, None)
+        subscription = consumer.subscription
+        subscription.remove_consumer(consumer)
+        self._spawn_detached(subscription.topic.consumer_closed(subscription))
+
+    def _spawn_detached(self, coro) -> None:
+        """Clean-up that must finish even when this connection is gone."""
+        self.broker.spawn(coro)
+
+    def close_consumer_by_broker(self, consumer: "Consumer") -> None:
+        """Tell the client its consumer is closed (it will reconnect), then forget it."""
+        self.send(api.BaseCommand(type=Type.CLOSE_CONSUMER, close_consumer=api.CommandCloseConsumer(
+            consumer_id=consumer.consumer_id, request_id=self.new_request_id())))
+        self.remove_consumer(consumer)
+
+    def close_producer_by_broker(self, producer: "Producer") -> None:
+        self.send(api.BaseCommand(type=Type.CLOSE_PRODUCER, close_producer=api.CommandCloseProducer(
+            producer_id=producer.producer_id, request_id=self.new_request_id())))
+        self.remove_producer(producer)
+
+    # ---- publish back-pressure -------------------------------------------------------------
+    def publish_started(self) -> None:
+        self.pending_publishes += 1
+        if self.pending_publishes >= self.max_pending_publishes and not self._reading_paused:
+            self._reading_paused = True
+            self.transport.pause_reading()
+
+    def publish_finished(self) -> None:
+        self.pending_publishes -= 1
+        if self._reading_paused and self.pending_publishes <= self.max_pending_publishes // 2:
+            self._reading_paused = False
+            if not self.closed:
+                self.transport.resume_reading()
+
+    # ---- errors, keep-alive, close ---------------------------------------------------------
+    def protocol_error(self, reason: str, command: api.BaseCommand | None = None) -> None:
+        """The client broke the protocol: ERROR if the command had a request id, then close."""
+        log.warning("%s: closing connection: %s", self.peer_address, reason)
+        if command is not None and command.type in _FIELD_BY_TYPE:
+            request_id = getattr(command_body(command), "request_id", None)
+            if request_id is not None:
+                self.send_error(request_id, api.NotAllowedError, reason)
+        self.close()
+
+    def keepalive_tick(self, interval: float) -> None:
+        """Called every keepAliveIntervalSeconds: PING an idle client, drop one that never answered."""
+        if self.closed or not self.connected:
+            return
+        if time.monotonic() - self._last_received < interval:
+            return
+        if self._ping_outstanding:
+            log.info("%s: no answer to PING for %.0f s; closing", self.peer_address, interval)
+            self.close()
+            return
+        self._ping_outstanding = True
+        self.send(api.BaseCommand(type=Type.PING, ping=api.CommandPing()))
+
+    def close(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()

@@ -1,0 +1,1 @@
+"""Dispatchers: how a subscription's entries reach its consumers, one module per subscription type."""

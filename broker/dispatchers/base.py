@@ -1,0 +1,166 @@
+"""The read loop every dispatcher shares.
+
+A dispatcher reads entries for its subscription and hands them to consumers. Entries waiting for
+redelivery (negative acks, redelivery requests, the pending acks of closed consumers, entries that
+found no consumer with permits) sit in the redelivery set, ordered by position, and are read before
+new entries from the cursor. Server-only markers are acknowledged and never sent.
+Subclasses decide who gets what (`_dispatch`) and how many entries to read (`_read_limit`).
+Source: Pulsar PersistentDispatcherMultipleConsumers / AbstractBaseDispatcher.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Iterable
+
+from sortedcontainers import SortedSet
+
+from broker.entry_info import EntryInfo, entry_info
+from storage import Entry, Position, StorageError
+
+if TYPE_CHECKING:
+    from broker.consumer import Consumer
+    from broker.subscription import Subscription
+
+log = logging.getLogger(__name__)
+
+
+class Dispatcher:
+    """Base dispatcher. consumers: in arrival order. redelivery: SortedSet of Positions."""
+
+    def __init__(self, subscription: "Subscription", max_read_entries: int, max_read_bytes: int):
+        self.subscription = subscription
+        self.cursor = subscription.cursor
+        self.consumers: list[Consumer] = []
+        self.redelivery: SortedSet = SortedSet()
+        self.max_read_entries = max_read_entries
+        self.max_read_bytes = max_read_bytes
+        self._read_task: asyncio.Task | None = None
+        self._generation = 0  # bumped by reset(): reads that started before it are discarded
+        self._wanted = False  # a wake-up arrived while a read was running
+        self._avg_messages_per_entry = 1.0
+        self.closed = False
+
+    # ---- consumers -------------------------------------------------------------------------
+    def add_consumer(self, consumer: "Consumer") -> None:
+        self.consumers.append(consumer)
+        self.wake()
+
+    def remove_consumer(self, consumer: "Consumer") -> None:
+        """Forget consumer; its unacknowledged entries go to the redelivery set for the others."""
+        if consumer in self.consumers:
+            self.consumers.remove(consumer)
+        self.redelivery.update(consumer.take_pending())
+        self.wake()
+
+    def redeliver(self, consumer: "Consumer", positions: Iterable[Position] | None) -> None:
+        """REDELIVER_UNACKNOWLEDGED_MESSAGES: the listed (or all) pending entries of consumer go back."""
+        taken = consumer.take_pending(positions)
+        for position in taken:
+            self.subscription.increment_redelivery_count(position)
+        self.redelivery.update(taken)
+        self.wake()
+
+    def reset(self) -> None:
+        """Forget everything in flight (after a seek or cursor reset); reads started before are dropped."""
+        self._generation += 1
+        self.redelivery.clear()
+        for consumer in self.consumers:
+            consumer.pending_acks.clear()
+
+    def close(self) -> None:
+        self.closed = True
+        if self._read_task is not None:
+            self._read_task.cancel()
+
+    # ---- the read loop ---------------------------------------------------------------------
+    def wake(self) -> None:
+        """Something changed (permits, new entries, acks, consumers): read if there is work."""
+        if self.closed:
+            return
+        if self._read_task is not None and not self._read_task.done():
+            self._wanted = True
+            return
+        if self._read_limit() > 0 and self._has_work():
+            self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+
+    def _has_work(self) -> bool:
+        return bool(self.redelivery) or self.cursor.has_more_entries()
+
+    async def _read_loop(self) -> None:
+        try:
+            while not self.closed:
+                self._wanted = False
+                limit = self._read_limit()
+                if limit <= 0 or not self._has_work():
+                    if not self._wanted:
+                        return
+                    continue
+                generation = self._generation
+                before = (len(self.redelivery), self.cursor.read_position)
+                entries = await self._read(limit)
+                if generation != self._generation or self.closed:
+                    continue
+                if entries:
+                    self._dispatch_entries(entries)
+                elif before == (len(self.redelivery), self.cursor.read_position) and not self._wanted:
+                    return  # no progress: wait for the next wake-up rather than spin
+        except asyncio.CancelledError:
+            raise
+        except StorageError:
+            log.exception("%s: read failed; retrying in 1 s", self.subscription)
+            await asyncio.sleep(1.0)
+            self._read_task = None
+            self.wake()
+        except Exception:  # a bug here must not kill dispatch for good; log loudly and go on
+            log.exception("%s: dispatch failed", self.subscription)
+
+    def _max_entries_for(self, permits: int) -> int:
+        """How many entries to read for `permits` messages, using the average batch size seen."""
+        entries = int(permits / max(self._avg_messages_per_entry, 1.0))
+        return max(1, min(self.max_read_entries, entries))
+
+    async def _read(self, limit: int) -> list[Entry]:
+        if self.redelivery:
+            return await self._read_replay(limit)
+        return await self.cursor.read_entries(limit, self.max_read_bytes)
+
+    async def _read_replay(self, limit: int) -> list[Entry]:
+        positions = [self.redelivery.pop(0) for _ in range(min(limit, len(self.redelivery)))]
+        ledger = self.subscription.topic.ledger
+        entries = []
+        for position in positions:
+            if self.cursor.is_deleted(position):
+                continue
+            entry = await ledger.read_entry(position)
+            if entry is not None:
+                entries.append(entry)
+        return entries
+
+    def _dispatch_entries(self, entries: list[Entry]) -> None:
+        infos = []
+        for entry in entries:
+            info = entry_info(entry.data)
+            if info.is_marker:
+                self.subscription.on_marker(entry, info)
+                continue
+            infos.append((entry, info))
+        if infos:
+            total = sum(info.num_messages for _, info in infos)
+            self._avg_messages_per_entry = 0.9 * self._avg_messages_per_entry + 0.1 * (total / len(infos))
+            self._dispatch(infos)
+
+    def put_back(self, entries: Iterable[tuple[Entry, EntryInfo]]) -> None:
+        """Entries that found no consumer wait in the redelivery set."""
+        self.redelivery.update(entry.position for entry, _ in entries)
+
+    # ---- subclass hooks --------------------------------------------------------------------
+    def _read_limit(self) -> int:
+        """Entries to read now; 0 when no consumer can take anything."""
+        raise NotImplementedError
+
+    def _dispatch(self, entries: list[tuple[Entry, EntryInfo]]) -> None:
+        raise NotImplementedError
+
+    def stats(self) -> dict:
+        return {"msgInReplay": len(self.redelivery)}

@@ -1,0 +1,73 @@
+"""Exclusive and Failover: one active consumer gets everything.
+
+Failover picks the active consumer by priority level, then consumer name; on a partitioned topic
+partition i goes to the i-th consumer of that order (mod the count), which spreads partitions.
+When the active consumer changes, what the old one had not acknowledged is redelivered to the new
+one, and every consumer is told with ACTIVE_CONSUMER_CHANGE.
+Source: Pulsar PersistentDispatcherSingleActiveConsumer / AbstractDispatcherSingleActiveConsumer.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.dispatchers.base import Dispatcher
+from broker.entry_info import EntryInfo
+from storage import Entry
+
+if TYPE_CHECKING:
+    from broker.consumer import Consumer
+
+
+class SingleActiveConsumerDispatcher(Dispatcher):
+    """failover: False for Exclusive (one consumer only), True for Failover."""
+
+    def __init__(self, subscription, max_read_entries: int, max_read_bytes: int, failover: bool):
+        super().__init__(subscription, max_read_entries, max_read_bytes)
+        self.failover = failover
+        self.active: Consumer | None = None
+
+    def add_consumer(self, consumer: "Consumer") -> None:
+        self.consumers.append(consumer)
+        self._elect()
+        self.wake()
+
+    def remove_consumer(self, consumer: "Consumer") -> None:
+        super().remove_consumer(consumer)
+        self._elect()
+        self.wake()
+
+    def _elect(self) -> None:
+        """Pick the active consumer; on a change, move the old one's pending entries to redelivery."""
+        chosen = None
+        if self.consumers:
+            ordered = sorted(self.consumers, key=lambda c: (c.priority_level, c.name, c.consumer_id))
+            index = max(self.subscription.topic.partition_index, 0) % len(ordered)
+            chosen = ordered[index]
+        if chosen is self.active:
+            return
+        previous, self.active = self.active, chosen
+        if previous is not None and not previous.closed:
+            self.redelivery.update(previous.take_pending())
+        if self.failover:
+            for consumer in self.consumers:
+                consumer.connection.send_active_consumer_change(consumer, consumer is chosen)
+
+    def _read_limit(self) -> int:
+        active = self.active
+        if active is None or not active.can_receive():
+            return 0
+        return self._max_entries_for(active.permits)
+
+    def _dispatch(self, entries: list[tuple[Entry, EntryInfo]]) -> None:
+        active = self.active
+        if active is None or active.closed:
+            self.put_back(entries)
+            return
+        active.send_entries(
+            ((entry, info.num_messages) for entry, info in entries), self.subscription.redelivery_counts
+        )
+
+    def stats(self) -> dict:
+        stats = super().stats()
+        stats["activeConsumerName"] = self.active.name if self.active else None
+        return stats

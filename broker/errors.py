@@ -1,0 +1,50 @@
+"""Broker errors. Each carries the ServerError code the client receives in ERROR / SEND_ERROR."""
+from __future__ import annotations
+
+from proto import PulsarApi_pb2 as api
+
+
+class BrokerError(Exception):
+    """A request failed; server_error is the PulsarApi ServerError value sent back to the client."""
+
+    server_error = api.UnknownError
+
+
+class InvalidTopicNameError(BrokerError):
+    server_error = api.InvalidTopicName
+
+
+class TopicNotFoundError(BrokerError):
+    server_error = api.TopicNotFound
+
+
+class SubscriptionNotFoundError(BrokerError):
+    server_error = api.SubscriptionNotFound
+
+
+class ConsumerBusyError(BrokerError):
+    server_error = api.ConsumerBusy
+
+
+class ProducerBusyError(BrokerError):
+    server_error = api.ProducerBusy
+
+
+class ConsumerAssignError(BrokerError):
+    server_error = api.ConsumerAssignError
+
+
+class NotAllowedError(BrokerError):
+    server_error = api.NotAllowedError
+
+
+class ServiceNotReadyError(BrokerError):
+    server_error = api.ServiceNotReady
+
+
+class PersistenceFailedError(BrokerError):
+    server_error = api.PersistenceError
+
+
+class MetadataError(BrokerError):
+    server_error = api.MetadataError

@@ -1,0 +1,72 @@
+"""PARTITIONED_METADATA, LOOKUP, GET_TOPICS_OF_NAMESPACE and GET_SCHEMA.
+
+Every answer sets `response`: the C++ client treats a reply without it as a failure.
+One broker owns every topic, so LOOKUP always answers Connect to our advertised URL.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.errors import BrokerError
+from broker.topic_name import TopicName
+from proto import PulsarApi_pb2 as api
+from proto.frames import Frame
+
+if TYPE_CHECKING:
+    from broker.connection import ServerConnection
+
+Type = api.BaseCommand.Type
+MetadataResponse = api.CommandPartitionedTopicMetadataResponse
+LookupResponse = api.CommandLookupTopicResponse
+
+
+async def handle_partitioned_metadata(conn: "ServerConnection", frame: Frame) -> None:
+    request = frame.command.partitionMetadata
+    reply = MetadataResponse(request_id=request.request_id)
+    try:
+        reply.partitions = await conn.broker.partitions_of(TopicName.parse(request.topic))
+        reply.response = MetadataResponse.Success
+    except BrokerError as exc:
+        reply.response, reply.error, reply.message = MetadataResponse.Failed, exc.server_error, str(exc)
+    conn.send(api.BaseCommand(type=Type.PARTITIONED_METADATA_RESPONSE, partitionMetadataResponse=reply))
+
+
+def handle_lookup(conn: "ServerConnection", frame: Frame) -> None:
+    request = frame.command.lookupTopic
+    reply = LookupResponse(request_id=request.request_id)
+    try:
+        TopicName.parse(request.topic)
+        reply.response = LookupResponse.Connect
+        reply.brokerServiceUrl = conn.broker.config.broker_service_url
+        reply.authoritative = True
+    except BrokerError as exc:
+        reply.response, reply.error, reply.message = LookupResponse.Failed, exc.server_error, str(exc)
+    conn.send(api.BaseCommand(type=Type.LOOKUP_RESPONSE, lookupTopicResponse=reply))
+
+
+def handle_get_topics_of_namespace(conn: "ServerConnection", frame: Frame) -> None:
+    """Every persistent topic of the namespace (partitions by their own names, as Pulsar lists them)."""
+    request = frame.command.getTopicsOfNamespace
+    topics = []
+    if request.mode != api.CommandGetTopicsOfNamespace.NON_PERSISTENT:
+        topics = conn.broker.list_topics(request.namespace)
+    conn.send(api.BaseCommand(
+        type=Type.GET_TOPICS_OF_NAMESPACE_RESPONSE,
+        getTopicsOfNamespaceResponse=api.CommandGetTopicsOfNamespaceResponse(
+            request_id=request.request_id, topics=topics, filtered=False, changed=True),
+    ))
+
+
+def handle_get_schema(conn: "ServerConnection", frame: Frame) -> None:
+    """Schemas are not stored (yet): answer as Pulsar does for a topic without one."""
+    request = frame.command.getSchema
+    conn.send(api.BaseCommand(type=Type.GET_SCHEMA_RESPONSE, getSchemaResponse=api.CommandGetSchemaResponse(
+        request_id=request.request_id, error_code=api.TopicNotFound, error_message="Topic not found or no-schema")))
+
+
+HANDLERS = {
+    Type.PARTITIONED_METADATA: handle_partitioned_metadata,
+    Type.LOOKUP: handle_lookup,
+    Type.GET_TOPICS_OF_NAMESPACE: handle_get_topics_of_namespace,
+    Type.GET_SCHEMA: handle_get_schema,
+}

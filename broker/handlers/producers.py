@@ -1,0 +1,110 @@
+"""PRODUCER, SEND and CLOSE_PRODUCER: creating producers and publishing.
+
+SEND_RECEIPT leaves only after the entry is durable, and always in send order (the C++ client
+closes the connection otherwise). A SEND with a bad checksum gets SEND_ERROR ChecksumError, the one
+SEND_ERROR the C++ producer survives; a SEND for a producer the connection does not have is a
+protocol violation.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from broker.errors import NotAllowedError
+from broker.producer import PendingPublish, Producer
+from broker.topic_name import TopicName
+from proto import PulsarApi_pb2 as api
+from proto.errors import FrameError
+from proto.frames import Frame, verify_checksum
+
+if TYPE_CHECKING:
+    from broker.connection import ServerConnection
+
+log = logging.getLogger(__name__)
+
+Type = api.BaseCommand.Type
+
+
+async def handle_producer(conn: "ServerConnection", frame: Frame) -> None:
+    request = frame.command.producer
+    existing = conn.producers.get(request.producer_id)
+    if existing is not None:
+        # A retried PRODUCER for a producer that already exists on this connection: same answer.
+        _send_producer_success(conn, request.request_id, existing)
+        return
+    if request.producer_access_mode != api.Shared:
+        raise NotAllowedError(f"producer access mode {api.ProducerAccessMode.Name(request.producer_access_mode)} is not supported yet")
+    broker = conn.broker
+    topic = await broker.get_topic(TopicName.parse(request.topic), create=True)
+    name = request.producer_name if request.HasField("producer_name") and request.producer_name else broker.new_producer_name()
+    producer = Producer(
+        topic, conn, request.producer_id, name, request.producer_access_mode, request.epoch,
+        user_provided_name=request.user_provided_producer_name,
+        metadata={kv.key: kv.value for kv in request.metadata},
+    )
+    producer.is_remote = name.startswith(broker.replicator_prefix + ".")
+    if conn.closed:
+        return
+    topic.add_producer(producer)
+    conn.producers[request.producer_id] = producer
+    _send_producer_success(conn, request.request_id, producer)
+    log.info("%s: producer %s on %s", conn.peer_address, name, topic.name)
+
+
+def _send_producer_success(conn: "ServerConnection", request_id: int, producer: Producer) -> None:
+    # last_sequence_id -1: without deduplication the client numbers its messages from 0.
+    conn.send(api.BaseCommand(type=Type.PRODUCER_SUCCESS, producer_success=api.CommandProducerSuccess(
+        request_id=request_id, producer_name=producer.name, last_sequence_id=-1, producer_ready=True)))
+
+
+def handle_send(conn: "ServerConnection", frame: Frame) -> None:
+    send = frame.command.send
+    producer = conn.producers.get(send.producer_id)
+    if producer is None:
+        conn.protocol_error(f"SEND for unknown producer {send.producer_id}")
+        return
+    data = frame.headers_and_payload or b""
+    try:
+        checksum_ok = verify_checksum(data)
+    except FrameError as exc:
+        conn.protocol_error(f"malformed SEND payload: {exc}")
+        return
+    if not checksum_ok:
+        log.warning("%s: checksum mismatch on %s seq %d", conn.peer_address, producer, send.sequence_id)
+        _send_error(conn, send, api.ChecksumError, "Checksum failed on the broker")
+        return
+    conn.publish_started()
+    producer.publish(
+        send.sequence_id, send.highest_sequence_id, send.num_messages, data,
+        lambda pending: _on_published(conn, producer, pending),
+    )
+
+
+def _on_published(conn: "ServerConnection", producer: Producer, pending: PendingPublish) -> None:
+    conn.publish_finished()
+    if pending.error is not None:
+        log.error("%s: publish failed: %s", producer, pending.error)
+        _send_error(conn, pending, api.PersistenceError, f"failed to persist entry: {pending.error}", producer.producer_id)
+        return
+    receipt = api.CommandSendReceipt(producer_id=producer.producer_id, sequence_id=pending.sequence_id)
+    if pending.highest_sequence_id:
+        receipt.highest_sequence_id = pending.highest_sequence_id
+    receipt.message_id.ledgerId, receipt.message_id.entryId = pending.position
+    conn.send(api.BaseCommand(type=Type.SEND_RECEIPT, send_receipt=receipt))
+
+
+def _send_error(conn: "ServerConnection", send, error: int, message: str, producer_id: int | None = None) -> None:
+    conn.send(api.BaseCommand(type=Type.SEND_ERROR, send_error=api.CommandSendError(
+        producer_id=producer_id if producer_id is not None else send.producer_id,
+        sequence_id=send.sequence_id, error=error, message=message)))
+
+
+def handle_close_producer(conn: "ServerConnection", frame: Frame) -> None:
+    request = frame.command.close_producer
+    producer = conn.producers.get(request.producer_id)
+    if producer is not None:
+        conn.remove_producer(producer)
+    conn.send_success(request.request_id)
+
+
+HANDLERS = {Type.PRODUCER: handle_producer, Type.SEND: handle_send, Type.CLOSE_PRODUCER: handle_close_producer}

@@ -1,0 +1,45 @@
+"""CONNECT, PING and PONG: the connection handshake and keep-alive."""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from proto import PulsarApi_pb2 as api
+from proto.frames import Frame
+
+if TYPE_CHECKING:
+    from broker.connection import ServerConnection
+
+log = logging.getLogger(__name__)
+
+Type = api.BaseCommand.Type
+MAX_PROTOCOL_VERSION = 20  # newest ProtocolVersion in our PulsarApi.proto
+SERVER_VERSION = "minipulsar-0.1.0"
+
+
+def handle_connect(conn: "ServerConnection", frame: Frame) -> None:
+    """CONNECTED with server_version, min(client, 20) as protocol_version, and max_message_size."""
+    connect = frame.command.connect
+    if conn.connected:
+        conn.protocol_error("second CONNECT on one connection", frame.command)
+        return
+    conn.connected = True
+    conn.client_version = connect.client_version
+    conn.protocol_version = min(connect.protocol_version, MAX_PROTOCOL_VERSION)
+    conn.send(api.BaseCommand(type=Type.CONNECTED, connected=api.CommandConnected(
+        server_version=SERVER_VERSION,
+        protocol_version=conn.protocol_version,
+        max_message_size=conn.broker.config.max_message_size,
+    )))
+    log.debug("%s connected: %s, protocol v%d", conn.peer_address, connect.client_version, conn.protocol_version)
+
+
+def handle_ping(conn: "ServerConnection", frame: Frame) -> None:
+    conn.send(api.BaseCommand(type=Type.PONG, pong=api.CommandPong()))
+
+
+def handle_pong(conn: "ServerConnection", frame: Frame) -> None:
+    """Any received frame already cleared the outstanding ping; nothing else to do."""
+
+
+HANDLERS = {Type.CONNECT: handle_connect, Type.PING: handle_ping, Type.PONG: handle_pong}

@@ -1,0 +1,161 @@
+"""A subscription: a named cursor on a topic, its consumers and its dispatcher.
+
+Durable subscriptions keep their cursor on disk; non-durable ones (readers) use a cursor that is
+never written and vanish with their last consumer. Acknowledgements go to the cursor; redelivery
+counts live here, in memory, as in Pulsar's InMemoryRedeliveryTracker.
+Source: Pulsar PersistentSubscription.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Iterable
+
+from broker.dispatchers.shared import SharedDispatcher
+from broker.dispatchers.single_active import SingleActiveConsumerDispatcher
+from broker.entry_info import EntryInfo
+from broker.errors import ConsumerBusyError, NotAllowedError
+from proto import PulsarApi_pb2 as api
+from storage import Entry, ManagedCursor, Position
+
+if TYPE_CHECKING:
+    from broker.consumer import Consumer
+    from broker.dispatchers.base import Dispatcher
+    from broker.topic import PersistentTopic
+
+log = logging.getLogger(__name__)
+
+SubType = api.CommandSubscribe.SubType
+SUB_TYPE_NAMES = {
+    SubType.Exclusive: "Exclusive",
+    SubType.Shared: "Shared",
+    SubType.Failover: "Failover",
+    SubType.Key_Shared: "Key_Shared",
+    SubType.Key_Failover: "Key_Failover",
+}
+
+
+class Subscription:
+    """topic: the owning PersistentTopic; cursor: its ManagedCursor (durable or not)."""
+
+    def __init__(self, topic: "PersistentTopic", name: str, cursor: ManagedCursor, durable: bool):
+        self.topic = topic
+        self.name = name
+        self.cursor = cursor
+        self.durable = durable
+        self.sub_type: int | None = None
+        self.dispatcher: Dispatcher | None = None
+        self.redelivery_counts: dict[Position, int] = {}
+
+    def __repr__(self) -> str:
+        return f"Subscription({self.topic.name}, {self.name!r})"
+
+    @property
+    def consumers(self) -> list["Consumer"]:
+        return self.dispatcher.consumers if self.dispatcher else []
+
+    # ---- consumers -------------------------------------------------------------------------
+    def add_consumer(self, consumer: "Consumer") -> None:
+        """Attach consumer; raises ConsumerBusyError when the type or exclusivity forbids it."""
+        sub_type = consumer.sub_type
+        if self.consumers:
+            if sub_type != self.sub_type:
+                raise ConsumerBusyError(
+                    f"Subscription {self.name} is of type {SUB_TYPE_NAMES[self.sub_type]}, "
+                    f"not {SUB_TYPE_NAMES.get(sub_type, sub_type)}"
+                )
+            if sub_type == SubType.Exclusive:
+                raise ConsumerBusyError(f"Exclusive consumer is already connected to subscription {self.name}")
+        if self.dispatcher is None or self.sub_type != sub_type:
+            self._replace_dispatcher(sub_type)
+        self.dispatcher.add_consumer(consumer)
+
+    def _replace_dispatcher(self, sub_type: int) -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.close()
+            self.cursor.rewind()
+        self.sub_type = sub_type
+        self.dispatcher = self._new_dispatcher(sub_type)
+
+    def _new_dispatcher(self, sub_type: int) -> "Dispatcher":
+        config = self.topic.broker.config
+        limits = (config.dispatcher_max_read_batch_size, config.dispatcher_max_read_size_bytes)
+        if sub_type in (SubType.Exclusive, SubType.Failover):
+            return SingleActiveConsumerDispatcher(self, *limits, failover=sub_type == SubType.Failover)
+        if sub_type == SubType.Shared:
+            return SharedDispatcher(self, *limits)
+        raise NotAllowedError(f"subscription type {SUB_TYPE_NAMES.get(sub_type, sub_type)} is not supported yet")
+
+    def remove_consumer(self, consumer: "Consumer") -> None:
+        consumer.closed = True
+        if self.dispatcher is not None:
+            self.dispatcher.remove_consumer(consumer)
+
+    # ---- acknowledgements ------------------------------------------------------------------
+    def acknowledge(self, consumer: "Consumer", positions: list[Position]) -> None:
+        """Individual acks; positions unknown to the cursor (already acked, trimmed) are harmless."""
+        self.cursor.delete(positions)
+        for other in self.consumers:
+            other.remove_pending(positions)
+        self._forget(positions)
+
+    def acknowledge_cumulative(self, consumer: "Consumer", position: Position) -> None:
+        """Cumulative ack: everything at or below position; not allowed on Shared-like types."""
+        if self.sub_type not in (SubType.Exclusive, SubType.Failover):
+            raise NotAllowedError("Cumulative acknowledgement is not allowed on this subscription type")
+        self.cursor.mark_delete(position)
+        consumer.remove_pending_up_to(position)
+        if self.redelivery_counts:
+            self._forget([p for p in self.redelivery_counts if p <= position])
+
+    def _forget(self, positions: Iterable[Position]) -> None:
+        for position in positions:
+            self.redelivery_counts.pop(position, None)
+            if self.dispatcher is not None:
+                self.dispatcher.redelivery.discard(position)
+
+    def increment_redelivery_count(self, position: Position) -> None:
+        self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
+
+    def on_marker(self, entry: Entry, info: EntryInfo) -> None:
+        """A server-only marker reached dispatch: acknowledge it so it never blocks the backlog."""
+        self.cursor.delete([entry.position])
+
+    # ---- cursor moves ----------------------------------------------------------------------
+    def disconnect_consumers(self) -> None:
+        """Close every consumer (CLOSE_CONSUMER); clients reconnect and resubscribe by themselves."""
+        for consumer in list(self.consumers):
+            consumer.connection.close_consumer_by_broker(consumer)
+
+    def reset_cursor(self, position: Position) -> None:
+        """Seek: the next entry delivered is `position`; consumers are disconnected first, as in Pulsar."""
+        self.disconnect_consumers()
+        if self.dispatcher is not None:
+            self.dispatcher.reset()
+        self.redelivery_counts.clear()
+        self.cursor.reset_cursor(position)
+
+    # ---- stats -----------------------------------------------------------------------------
+    @property
+    def backlog(self) -> int:
+        return self.cursor.number_of_entries_in_backlog()
+
+    def stats(self) -> dict:
+        """Pulsar SubscriptionStats fields (names as in the admin API)."""
+        stats = {
+            "type": SUB_TYPE_NAMES.get(self.sub_type, "None") if self.sub_type is not None else "None",
+            "msgBacklog": self.backlog,
+            "isDurable": self.durable,
+            "markDeletePosition": str(self.cursor.mark_delete_position),
+            "readPosition": str(self.cursor.read_position),
+            "nonContiguousDeletedMessagesRanges": self.cursor.individually_deleted_ranges_count,
+            "unackedMessages": sum(c.unacked_messages for c in self.consumers),
+            "consumers": [c.stats() for c in self.consumers],
+        }
+        if self.dispatcher is not None:
+            stats.update(self.dispatcher.stats())
+        return stats
+
+    async def close(self) -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.close()
+        await self.cursor.close()

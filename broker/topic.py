@@ -1,0 +1,122 @@
+"""A persistent topic: one managed ledger, its producers and its subscriptions.
+
+Publishing appends the entry exactly as the producer framed it; the entry is durable when
+add_entry returns. Subscriptions are created on first subscribe (durable ones come back from
+their cursors after a restart). Source: Pulsar PersistentTopic.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from broker.errors import PersistenceFailedError, ProducerBusyError, SubscriptionNotFoundError
+from broker.subscription import Subscription
+from broker.topic_name import TopicName
+from storage import ManagedLedger, PersistenceError, Position
+
+if TYPE_CHECKING:
+    from broker.producer import Producer
+    from broker.server import Broker
+
+log = logging.getLogger(__name__)
+
+EARLIEST = Position(-1, -1)
+
+
+class PersistentTopic:
+    """name: the TopicName; ledger: its ManagedLedger; broker: the owning Broker."""
+
+    def __init__(self, broker: "Broker", name: TopicName, ledger: ManagedLedger):
+        self.broker = broker
+        self.name = name
+        self.ledger = ledger
+        self.producers: dict[str, Producer] = {}
+        self.subscriptions: dict[str, Subscription] = {}
+        self.partition_index = name.partition_index
+        ledger.add_entry_listener(self._on_new_entries)
+        for cursor_name, cursor in ledger.cursors.items():
+            if not cursor_name.startswith(broker.replicator_prefix + "."):
+                self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor, durable=True)
+
+    def __repr__(self) -> str:
+        return f"PersistentTopic({self.name})"
+
+    def _on_new_entries(self) -> None:
+        for subscription in list(self.subscriptions.values()):
+            if subscription.dispatcher is not None:
+                subscription.dispatcher.wake()
+
+    # ---- producers -------------------------------------------------------------------------
+    def add_producer(self, producer: "Producer") -> None:
+        """Register producer; raises ProducerBusyError when its name is taken on this topic."""
+        existing = self.producers.get(producer.name)
+        if existing is not None and existing is not producer:
+            raise ProducerBusyError(f"Producer with name '{producer.name}' is already connected to topic {self.name}")
+        self.producers[producer.name] = producer
+
+    def remove_producer(self, producer: "Producer") -> None:
+        if self.producers.get(producer.name) is producer:
+            del self.producers[producer.name]
+
+    async def publish(self, data: bytes) -> Position:
+        """Append one entry; returns its position once durable; raises PersistenceFailedError."""
+        try:
+            return await self.ledger.add_entry(data)
+        except PersistenceError as exc:
+            raise PersistenceFailedError(str(exc)) from exc
+
+    # ---- subscriptions ---------------------------------------------------------------------
+    async def subscribe(self, name: str, durable: bool, initial_position: str, start: Position | None) -> Subscription:
+        """The subscription `name`, created when missing.
+
+        durable: cursor kept on disk, created at initial_position ("latest" | "earliest").
+        non-durable (readers): start is the position to read *after* (exclusive), EARLIEST for the
+        beginning, None for the end — as Pulsar's NonDurableCursorImpl treats the start message id.
+        """
+        subscription = self.subscriptions.get(name)
+        if subscription is not None:
+            return subscription
+        if durable:
+            cursor = await self.ledger.open_cursor(name, initial_position)
+        else:
+            cursor = self.ledger.new_non_durable_cursor(start, inclusive=False)
+        subscription = Subscription(self, name, cursor, durable)
+        self.subscriptions[name] = subscription
+        return subscription
+
+    async def remove_subscription(self, name: str) -> None:
+        """Unsubscribe: drop the subscription and its cursor; raises SubscriptionNotFoundError."""
+        subscription = self.subscriptions.pop(name, None)
+        if subscription is None:
+            raise SubscriptionNotFoundError(f"subscription {name} not found on {self.name}")
+        if subscription.dispatcher is not None:
+            subscription.dispatcher.close()
+        if subscription.durable:
+            await self.ledger.delete_cursor(name)
+        else:
+            await subscription.cursor.close()
+
+    async def consumer_closed(self, subscription: Subscription) -> None:
+        """A non-durable subscription ends with its last consumer."""
+        if not subscription.durable and not subscription.consumers and self.subscriptions.get(subscription.name) is subscription:
+            await self.remove_subscription(subscription.name)
+
+    # ---- lifecycle and stats ---------------------------------------------------------------
+    async def close(self) -> None:
+        """Close subscriptions (persisting cursors) and the ledger."""
+        self.ledger.remove_entry_listener(self._on_new_entries)
+        for subscription in self.subscriptions.values():
+            if subscription.dispatcher is not None:
+                subscription.dispatcher.close()
+        await self.ledger.close()
+
+    def stats(self) -> dict:
+        """Pulsar TopicStats fields (names as in the admin API)."""
+        return {
+            "msgInCounter": sum(p.msg_in for p in self.producers.values()),
+            "storageSize": self.ledger.total_size,
+            "numberOfEntries": self.ledger.number_of_entries,
+            "lastConfirmedEntry": str(self.ledger.last_confirmed_position),
+            "publishers": [p.stats() for p in self.producers.values()],
+            "subscriptions": {name: s.stats() for name, s in self.subscriptions.items()},
+        }
