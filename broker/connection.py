@@ -40,6 +40,7 @@ _FIELD_BY_TYPE = {
 def command_body(command: api.BaseCommand) -> Any:
     """The sub-message of command matching its type (e.g. command.producer for PRODUCER)."""
     return getattr(command, _FIELD_BY_TYPE[command.type])
+_BODY_OPTIONAL = frozenset((Type.PING, Type.PONG))
 
 
 class ServerConnection(asyncio.Protocol):
@@ -119,6 +120,9 @@ class ServerConnection(asyncio.Protocol):
         handler = ROUTES.get(command.type)
         if handler is None:
             self.protocol_error(f"unexpected command {Type.Name(command.type)}", command)
+            return
+        if command.type not in _BODY_OPTIONAL and not command.HasField(_FIELD_BY_TYPE[command.type]):
+            self.protocol_error(f"{Type.Name(command.type)} without its command body")
             return
         try:
             result = handler(self, frame)

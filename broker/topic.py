@@ -70,8 +70,9 @@ class PersistentTopic:
         """The subscription `name`, created when missing.
 
         durable: cursor kept on disk, created at initial_position ("latest" | "earliest").
-        non-durable (readers): start is the position to read *after* (exclusive), EARLIEST for the
-        beginning, None for the end — as Pulsar's NonDurableCursorImpl treats the start message id.
+        non-durable (readers): start is the first position to read (inclusive; the client drops it
+        itself when the reader is exclusive), EARLIEST for the beginning, None for the end — as
+        Pulsar's NonDurableCursorImpl places a cursor at a start message id.
         """
         subscription = self.subscriptions.get(name)
         if subscription is not None:
@@ -79,7 +80,7 @@ class PersistentTopic:
         if durable:
             cursor = await self.ledger.open_cursor(name, initial_position)
         else:
-            cursor = self.ledger.new_non_durable_cursor(start, inclusive=False)
+            cursor = self.ledger.new_non_durable_cursor(start, inclusive=True)
         subscription = Subscription(self, name, cursor, durable)
         self.subscriptions[name] = subscription
         return subscription

@@ -171,6 +171,9 @@ class FrameDecoder:
                 raise FrameError(f"command size {command_size} exceeds frame size {len(body)}")
             command = api.BaseCommand()
             command.ParseFromString(bytes(body[4 : 4 + command_size]))
+            if not command.IsInitialized():
+                # upb parses proto2 messages that lack required fields; the protocol forbids them.
+                raise FrameError(f"command lacks required fields: {command.FindInitializationErrors()}")
             rest = bytes(body[4 + command_size :]) if command.type in self._PAYLOAD_TYPES else None
             return Frame(command, rest)
         except DecodeError as exc:

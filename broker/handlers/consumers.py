@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 Type = api.BaseCommand.Type
 SubType = api.CommandSubscribe.SubType
 def _reader_start(request: api.CommandSubscribe) -> Position | None:
-    """A reader's start: EARLIEST, None for latest, else the position to read after."""
+    """A reader's start: EARLIEST, None for latest, else the first position to read."""
     if not request.HasField("start_message_id"):
         return EARLIEST if request.initialPosition == api.CommandSubscribe.Earliest else None
     position = position_of(request.start_message_id)

@@ -1,0 +1,121 @@
+"""pulsar-perf style throughput and latency check against any pulsar:// URL.
+
+    python bench/perf.py --url pulsar://127.0.0.1:6650 [--messages 50000] [--size 1024]
+    python bench/perf.py --url A --url B       # compare two brokers side by side in one run
+    python bench/perf.py --embedded            # start a minipulsar broker in-process on a temp dir
+
+For each URL and for batching off and on it publishes --messages messages of --size bytes with
+send_async (at most --max-pending in flight), records each publish latency (send_async call to
+its callback), then consumes them all on an Exclusive subscription created before publishing.
+Prints msg/s, MB/s and publish latency p50/p99/p99.9 in ms. Uses the official pulsar client.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pulsar
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def run_produce(client: pulsar.Client, topic: str, n: int, size: int, batching: bool, max_pending: int) -> dict:
+    producer = client.create_producer(
+        topic, batching_enabled=batching, batching_max_messages=1000, batching_max_publish_delay_ms=1,
+        max_pending_messages=max_pending, block_if_queue_full=True)
+    payload = b"x" * size
+    latencies: list[float] = []
+    done = threading.Semaphore(0)
+    errors = []
+
+    def callback(result, _msg_id, started=None):
+        latencies.append(time.perf_counter() - started)
+        if result != pulsar.Result.Ok:
+            errors.append(result)
+        done.release()
+
+    start = time.perf_counter()
+    for _ in range(n):
+        t0 = time.perf_counter()
+        producer.send_async(payload, lambda r, m, t0=t0: callback(r, m, t0))
+    producer.flush()
+    for _ in range(n):
+        done.acquire()
+    elapsed = time.perf_counter() - start
+    producer.close()
+    if errors:
+        raise RuntimeError(f"{len(errors)} publishes failed, first: {errors[0]}")
+    return {
+        "msg/s": n / elapsed,
+        "MB/s": n * size / elapsed / 1e6,
+        "p50 ms": percentile(latencies, 0.50) * 1e3,
+        "p99 ms": percentile(latencies, 0.99) * 1e3,
+        "p99.9 ms": percentile(latencies, 0.999) * 1e3,
+    }
+
+
+def run_consume(consumer: pulsar.Consumer, n: int, size: int) -> dict:
+    start = time.perf_counter()
+    for _ in range(n):
+        consumer.acknowledge(consumer.receive(30000))
+    elapsed = time.perf_counter() - start
+    return {"msg/s": n / elapsed, "MB/s": n * size / elapsed / 1e6}
+
+
+def bench_url(url: str, args) -> list[tuple[str, dict]]:
+    client = pulsar.Client(url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    rows = []
+    try:
+        for batching in (False, True):
+            topic = f"persistent://public/default/perf-{uuid.uuid4().hex[:8]}"
+            consumer = client.subscribe(topic, "perf", receiver_queue_size=1000)
+            label = "batching on " if batching else "batching off"
+            rows.append((f"{url} produce {label}", run_produce(client, topic, args.messages, args.size, batching, args.max_pending)))
+            rows.append((f"{url} consume {label}", run_consume(consumer, args.messages, args.size)))
+            consumer.close()
+    finally:
+        client.close()
+    return rows
+
+
+def start_embedded():
+    from tests.conftest import BrokerThread
+
+    broker = BrokerThread(Path(tempfile.mkdtemp(prefix="perf-")))
+    return broker.start()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", action="append", default=[], help="broker service URL; repeat to compare")
+    parser.add_argument("--embedded", action="store_true", help="also start an in-process minipulsar broker")
+    parser.add_argument("--messages", type=int, default=50000)
+    parser.add_argument("--size", type=int, default=1024, help="payload bytes")
+    parser.add_argument("--max-pending", type=int, default=1000)
+    args = parser.parse_args()
+    embedded = start_embedded() if args.embedded or not args.url else None
+    urls = args.url + ([embedded.url] if embedded else [])
+    print(f"command: {' '.join(sys.argv)}")
+    print(f"{args.messages} messages of {args.size} B")
+    try:
+        for url in urls:
+            for name, row in bench_url(url, args):
+                figures = "  ".join(f"{k} {v:,.1f}" for k, v in row.items())
+                print(f"{name:60s} {figures}")
+    finally:
+        if embedded:
+            embedded.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Broker configuration: Pulsar key names, precedence, and errors that name the key."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from broker.config import ConfigError, build_config, env_overrides, parse_conf_file
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_defaults_match_pulsar():
+    config = build_config()
+    assert config.broker_service_port == 6650
+    assert config.web_service_port == 8080
+    assert config.cluster_name == "standalone"
+    assert config.max_message_size == 5 * 1024 * 1024
+    assert config.managed_ledger_max_entries_per_ledger == 50000
+    assert config.managed_ledger_max_unacked_ranges_to_persist == 10000
+    assert config.journal_sync_data is True
+    assert config.data_dir == "./data"
+
+
+def test_layers_later_wins_and_keys_match_loosely(tmp_path):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("# comment\nbrokerServicePort=7000\nclusterName=east\nmanagedLedgerCacheSizeMB=\nsomeUnknownKey=1\n")
+    env = env_overrides({"MINIPULSAR_BROKER_SERVICE_PORT": "7001", "PATH": "/bin"})
+    config = build_config(parse_conf_file(conf), env, {"clusterName": "west"})
+    assert config.broker_service_port == 7001
+    assert config.cluster_name == "west"
+    assert config.managed_ledger_cache_size_mb == 64  # empty value keeps the default
+    assert config.extra == {"someUnknownKey": "1"}
+
+
+@pytest.mark.parametrize("key,value", [
+    ("brokerServicePort", "not-a-port"),
+    ("brokerServicePort", "70000"),
+    ("journalSyncData", "maybe"),
+    ("allowAutoTopicCreationType", "sometimes"),
+])
+def test_bad_values_name_the_key(key, value):
+    with pytest.raises(ConfigError, match=key):
+        build_config({key: value})
+
+
+def test_bad_line_in_file_is_reported(tmp_path):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("no equals sign here\n")
+    with pytest.raises(ConfigError, match="broker.conf:1"):
+        parse_conf_file(conf)
+
+
+def test_cli_refuses_to_start_on_a_bad_value(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "broker", "broker", "--data-dir", str(tmp_path), "--broker-service-port", "abc"],
+        cwd=ROOT, capture_output=True, text=True, timeout=30,
+    )
+    assert result.returncode == 2
+    assert "brokerServicePort" in result.stderr
