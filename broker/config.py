@@ -40,6 +40,9 @@ class BrokerConfig:
     dispatcher_max_read_batch_size: int = 100  # dispatcherMaxReadBatchSize (entries)
     dispatcher_max_read_size_bytes: int = 5 * 1024 * 1024  # dispatcherMaxReadSizeBytes
     connection_write_high_water_mark_bytes: int = 4 * 1024 * 1024  # minipulsar's own
+    subscription_key_shared_use_consistent_hashing: bool = True  # subscriptionKeySharedUseConsistentHashing
+    subscription_key_shared_consistent_hashing_replica_points: int = 100  # ...ConsistentHashingReplicaPoints
+    key_shared_look_ahead_msg_in_replay_threshold_per_subscription: int = 20000  # Pulsar 4.x name
     managed_ledger_max_entries_per_ledger: int = 50000  # managedLedgerMaxEntriesPerLedger
     managed_ledger_max_size_per_ledger_mbytes: int = 2048  # managedLedgerMaxSizePerLedgerMbytes
     journal_sync_data: bool = True  # journalSyncData
@@ -98,6 +101,8 @@ _VALIDATORS = {
     "maxPendingPublishRequestsPerConnection": lambda v: v >= 1,
     "dispatcherMaxReadBatchSize": lambda v: v >= 1,
     "keepAliveIntervalSeconds": lambda v: v >= 1,
+    "subscriptionKeySharedConsistentHashingReplicaPoints": lambda v: v >= 1,
+    "keySharedLookAheadMsgInReplayThresholdPerSubscription": lambda v: v >= 1,
 }
 
 

@@ -7,6 +7,8 @@ closes or asks for redelivery. Source: Pulsar Consumer.java (pendingAcks, messag
 """
 from __future__ import annotations
 
+import collections
+import math
 import time
 from typing import TYPE_CHECKING, Iterable
 
@@ -42,7 +44,14 @@ class Consumer:
         self.epoch = epoch
         self.metadata = metadata or {}
         self.permits = 0
-        self.pending_acks: SortedDict = SortedDict()  # Position -> messages in that entry
+        self.pending_acks: SortedDict = SortedDict()  # Position -> (messages in the entry, sticky key hash)
+        self.pending_hashes: collections.Counter = collections.Counter()  # sticky key hash -> pending entries
+        self.dispatch_rate = DecayingRate()
+        # Key_Shared settings from KeySharedMeta: mode (AUTO_SPLIT 0 / STICKY 1) and declared ranges.
+        self.key_shared_mode = 0
+        self.hash_ranges: list[tuple[int, int]] = []
+        self.allow_out_of_order = False
+        self.last_sent_position_when_joining: Position | None = None
         self.closed = False
         self.connected_since = time.time()
         self.msg_out = 0
@@ -58,7 +67,7 @@ class Consumer:
 
     @property
     def unacked_messages(self) -> int:
-        return sum(self.pending_acks.values())
+        return sum(n for n, _ in self.pending_acks.values())
 
     def can_receive(self) -> bool:
         """True when the client has permits and its socket is not backed up."""
@@ -67,35 +76,47 @@ class Consumer:
     def add_permits(self, permits: int) -> None:
         self.permits += permits
 
-    def send_entries(self, entries: Iterable[tuple[Entry, int]], redelivery_counts: dict[Position, int]) -> None:
-        """Write a MESSAGE per (entry, message count); charge permits; remember them as pending acks."""
-        for entry, num_messages in entries:
+    def send_entries(self, entries: Iterable[tuple[Entry, int, int]], redelivery_counts: dict[Position, int]) -> None:
+        """Write a MESSAGE per (entry, message count, sticky key hash); charge permits; keep them
+        as pending acks until acknowledged or given back."""
+        for entry, num_messages, key_hash in entries:
             count = redelivery_counts.get(entry.position, 0)
             self.connection.send_message(self, entry, count)
-            self.pending_acks[entry.position] = num_messages
+            self.pending_acks[entry.position] = (num_messages, key_hash)
+            self.pending_hashes[key_hash] += 1
             self.permits -= num_messages
             self.msg_out += num_messages
             self.bytes_out += len(entry.data)
+            self.dispatch_rate.record(num_messages)
             if count:
                 self.msg_redelivered += num_messages
 
+    def _drop(self, position: Position) -> tuple[int, int] | None:
+        value = self.pending_acks.pop(position, None)
+        if value is not None:
+            key_hash = value[1]
+            self.pending_hashes[key_hash] -= 1
+            if not self.pending_hashes[key_hash]:
+                del self.pending_hashes[key_hash]
+        return value
+
     def remove_pending(self, positions: Iterable[Position]) -> None:
         for position in positions:
-            self.pending_acks.pop(position, None)
+            self._drop(position)
 
     def remove_pending_up_to(self, position: Position) -> None:
         """Drop pending acks at or below position (a cumulative ack)."""
         for key in list(self.pending_acks.irange(maximum=position)):
-            del self.pending_acks[key]
+            self._drop(key)
 
-    def take_pending(self, positions: Iterable[Position] | None = None) -> list[Position]:
-        """Remove and return pending positions: those listed that are pending, or all when None."""
-        if positions is None:
-            taken = list(self.pending_acks.keys())
-            self.pending_acks.clear()
-            return taken
-        taken = [p for p in positions if p in self.pending_acks]
-        self.remove_pending(taken)
+    def take_pending(self, positions: Iterable[Position] | None = None) -> list[tuple[Position, int]]:
+        """Remove and return (position, hash) of pending entries: those listed, or all when None."""
+        wanted = list(self.pending_acks.keys()) if positions is None else positions
+        taken = []
+        for position in wanted:
+            value = self._drop(position)
+            if value is not None:
+                taken.append((position, value[1]))
         return taken
 
     def stats(self) -> dict:
@@ -111,3 +132,25 @@ class Consumer:
             "priorityLevel": self.priority_level,
             "metadata": dict(self.metadata),
         }
+
+
+class DecayingRate:
+    """Messages per second, decayed exponentially (half-life in seconds): the 'recent dispatch
+    rate' the Key_Failover proposal compares consumers by."""
+
+    def __init__(self, half_life: float = 10.0):
+        self._decay = math.log(2) / half_life
+        self._value = 0.0
+        self._stamp = time.monotonic()
+
+    def _age(self, now: float) -> None:
+        self._value *= math.exp(-self._decay * (now - self._stamp))
+        self._stamp = now
+
+    def record(self, n: int) -> None:
+        self._age(time.monotonic())
+        self._value += n
+
+    def rate(self) -> float:
+        self._age(time.monotonic())
+        return self._value * self._decay

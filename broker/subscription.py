@@ -12,6 +12,11 @@ from typing import TYPE_CHECKING, Iterable
 
 from broker.dispatchers.shared import SharedDispatcher
 from broker.dispatchers.single_active import SingleActiveConsumerDispatcher
+from broker.dispatchers.sticky_key import StickyKeyDispatcher
+from broker.selectors.auto_split import AutoSplitSelector
+from broker.selectors.consistent_hashing import ConsistentHashingSelector
+from broker.selectors.key_failover import KeyFailoverSelector
+from broker.selectors.sticky_ranges import StickyRangesSelector
 from broker.entry_info import EntryInfo
 from broker.errors import ConsumerBusyError, NotAllowedError
 from proto import PulsarApi_pb2 as api
@@ -65,25 +70,56 @@ class Subscription:
                 )
             if sub_type == SubType.Exclusive:
                 raise ConsumerBusyError(f"Exclusive consumer is already connected to subscription {self.name}")
-        if self.dispatcher is None or self.sub_type != sub_type:
-            self._replace_dispatcher(sub_type)
+            self._check_key_shared_settings(consumer)
+        if self.dispatcher is None or self.sub_type != sub_type or not self.dispatcher.matches(consumer):
+            self._replace_dispatcher(consumer)
         self.dispatcher.add_consumer(consumer)
 
-    def _replace_dispatcher(self, sub_type: int) -> None:
+    def _check_key_shared_settings(self, consumer: "Consumer") -> None:
+        """Key_Shared consumers of one subscription must agree on mode and ordering, as in Pulsar."""
+        if consumer.sub_type != SubType.Key_Shared:
+            return
+        first = self.consumers[0]
+        if (consumer.key_shared_mode, consumer.allow_out_of_order) != (first.key_shared_mode, first.allow_out_of_order):
+            raise ConsumerBusyError(
+                f"Subscription {self.name} uses Key_Shared mode {first.key_shared_mode} with "
+                f"allowOutOfOrderDelivery={first.allow_out_of_order}; this consumer asked for "
+                f"mode {consumer.key_shared_mode} with allowOutOfOrderDelivery={consumer.allow_out_of_order}")
+
+    def _replace_dispatcher(self, first: "Consumer") -> None:
+        """A dispatcher for first's settings; what the old one had in flight is read again."""
+        dispatcher = self._new_dispatcher(first)
         if self.dispatcher is not None:
             self.dispatcher.close()
             self.cursor.rewind()
-        self.sub_type = sub_type
-        self.dispatcher = self._new_dispatcher(sub_type)
+        self.sub_type = first.sub_type
+        self.dispatcher = dispatcher
 
-    def _new_dispatcher(self, sub_type: int) -> "Dispatcher":
+    def _new_dispatcher(self, first: "Consumer") -> "Dispatcher":
         config = self.topic.broker.config
         limits = (config.dispatcher_max_read_batch_size, config.dispatcher_max_read_size_bytes)
+        sub_type = first.sub_type
         if sub_type in (SubType.Exclusive, SubType.Failover):
             return SingleActiveConsumerDispatcher(self, *limits, failover=sub_type == SubType.Failover)
         if sub_type == SubType.Shared:
             return SharedDispatcher(self, *limits)
-        raise NotAllowedError(f"subscription type {SUB_TYPE_NAMES.get(sub_type, sub_type)} is not supported yet")
+        look_ahead = config.key_shared_look_ahead_msg_in_replay_threshold_per_subscription
+        if sub_type == SubType.Key_Failover:
+            return StickyKeyDispatcher(self, *limits, KeyFailoverSelector(), allow_out_of_order=False,
+                                       gainers_join=True, look_ahead=look_ahead)
+        if sub_type == SubType.Key_Shared:
+            return StickyKeyDispatcher(self, *limits, self._key_shared_selector(first),
+                                       allow_out_of_order=first.allow_out_of_order, gainers_join=False,
+                                       look_ahead=look_ahead, key_shared_mode=first.key_shared_mode)
+        raise NotAllowedError(f"unknown subscription type {sub_type}")
+
+    def _key_shared_selector(self, first: "Consumer"):
+        config = self.topic.broker.config
+        if first.key_shared_mode == api.STICKY:
+            return StickyRangesSelector()
+        if config.subscription_key_shared_use_consistent_hashing:
+            return ConsistentHashingSelector(config.subscription_key_shared_consistent_hashing_replica_points)
+        return AutoSplitSelector()
 
     def remove_consumer(self, consumer: "Consumer") -> None:
         consumer.closed = True
@@ -97,6 +133,8 @@ class Subscription:
         for other in self.consumers:
             other.remove_pending(positions)
         self._forget(positions)
+        if self.dispatcher is not None:
+            self.dispatcher.on_acknowledged()
 
     def acknowledge_cumulative(self, consumer: "Consumer", position: Position) -> None:
         """Cumulative ack: everything at or below position; not allowed on Shared-like types."""
@@ -106,6 +144,7 @@ class Subscription:
         consumer.remove_pending_up_to(position)
         if self.redelivery_counts:
             self._forget([p for p in self.redelivery_counts if p <= position])
+        self.dispatcher.on_acknowledged()
 
     def _forget(self, positions: Iterable[Position]) -> None:
         for position in positions:
@@ -149,7 +188,7 @@ class Subscription:
             "readPosition": str(self.cursor.read_position),
             "nonContiguousDeletedMessagesRanges": self.cursor.individually_deleted_ranges_count,
             "unackedMessages": sum(c.unacked_messages for c in self.consumers),
-            "consumers": [c.stats() for c in self.consumers],
+            "consumers": [{**c.stats(), **self.dispatcher.consumer_stats(c)} for c in self.consumers],
         }
         if self.dispatcher is not None:
             stats.update(self.dispatcher.stats())

@@ -13,8 +13,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Iterable
 
-from sortedcontainers import SortedSet
-
+from broker.dispatchers.redelivery import RedeliverySet
 from broker.entry_info import EntryInfo, entry_info
 from storage import Entry, Position, StorageError
 
@@ -26,13 +25,13 @@ log = logging.getLogger(__name__)
 
 
 class Dispatcher:
-    """Base dispatcher. consumers: in arrival order. redelivery: SortedSet of Positions."""
+    """Base dispatcher. consumers: in arrival order. redelivery: RedeliverySet of positions."""
 
     def __init__(self, subscription: "Subscription", max_read_entries: int, max_read_bytes: int):
         self.subscription = subscription
         self.cursor = subscription.cursor
         self.consumers: list[Consumer] = []
-        self.redelivery: SortedSet = SortedSet()
+        self.redelivery = RedeliverySet()
         self.max_read_entries = max_read_entries
         self.max_read_bytes = max_read_bytes
         self._read_task: asyncio.Task | None = None
@@ -56,7 +55,7 @@ class Dispatcher:
     def redeliver(self, consumer: "Consumer", positions: Iterable[Position] | None) -> None:
         """REDELIVER_UNACKNOWLEDGED_MESSAGES: the listed (or all) pending entries of consumer go back."""
         taken = consumer.take_pending(positions)
-        for position in taken:
+        for position, _ in taken:
             self.subscription.increment_redelivery_count(position)
         self.redelivery.update(taken)
         self.wake()
@@ -126,7 +125,10 @@ class Dispatcher:
         return await self.cursor.read_entries(limit, self.max_read_bytes)
 
     async def _read_replay(self, limit: int) -> list[Entry]:
-        positions = [self.redelivery.pop(0) for _ in range(min(limit, len(self.redelivery)))]
+        return await self._read_positions(self.redelivery.pop_first(limit))
+
+    async def _read_positions(self, positions: list[Position]) -> list[Entry]:
+        """The entries at positions that are still unacknowledged, in order."""
         ledger = self.subscription.topic.ledger
         entries = []
         for position in positions:
@@ -150,11 +152,22 @@ class Dispatcher:
             self._avg_messages_per_entry = 0.9 * self._avg_messages_per_entry + 0.1 * (total / len(infos))
             self._dispatch(infos)
 
-    def put_back(self, entries: Iterable[tuple[Entry, EntryInfo]]) -> None:
+    def put_back(self, entries: Iterable[tuple[Entry, EntryInfo]], key_hash: int = 0) -> None:
         """Entries that found no consumer wait in the redelivery set."""
-        self.redelivery.update(entry.position for entry, _ in entries)
+        self.redelivery.update((entry.position, key_hash) for entry, _ in entries)
 
     # ---- subclass hooks --------------------------------------------------------------------
+    def matches(self, consumer: "Consumer") -> bool:
+        """Whether consumer can join this dispatcher (else, with no consumers left, it is replaced)."""
+        return True
+
+    def on_acknowledged(self) -> None:
+        """Acknowledgements arrived (the mark-delete position may have moved)."""
+
+    def consumer_stats(self, consumer: "Consumer") -> dict:
+        """Dispatcher-specific fields of a consumer's stats."""
+        return {}
+
     def _read_limit(self) -> int:
         """Entries to read now; 0 when no consumer can take anything."""
         raise NotImplementedError

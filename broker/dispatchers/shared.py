@@ -41,4 +41,4 @@ class SharedDispatcher(Dispatcher):
             if consumer is None:
                 self.put_back(entries[index:])
                 return
-            consumer.send_entries(((entry, info.num_messages),), counts)
+            consumer.send_entries(((entry, info.num_messages, 0),), counts)

@@ -64,7 +64,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
             self.put_back(entries)
             return
         active.send_entries(
-            ((entry, info.num_messages) for entry, info in entries), self.subscription.redelivery_counts
+            ((entry, info.num_messages, 0) for entry, info in entries), self.subscription.redelivery_counts
         )
 
     def stats(self) -> dict:

@@ -54,6 +54,11 @@ async def handle_subscribe(conn: "ServerConnection", frame: Frame) -> None:
         epoch=request.consumer_epoch if request.HasField("consumer_epoch") else None,
         metadata={kv.key: kv.value for kv in request.metadata},
     )
+    if request.HasField("keySharedMeta"):  # absent on Key_Shared means AUTO_SPLIT, as in Pulsar
+        meta = request.keySharedMeta
+        consumer.key_shared_mode = meta.keySharedMode
+        consumer.hash_ranges = [(r.start, r.end) for r in meta.hashRanges]
+        consumer.allow_out_of_order = meta.allowOutOfOrderDelivery
     if conn.closed:
         return
     try:

@@ -1,0 +1,194 @@
+"""Key_Shared and Key_Failover: each sticky key hash goes to one consumer, in order.
+
+An entry of hash h goes to the consumer the selector picks for h, only when
+  1. that consumer has permits and a writable socket;
+  2. no earlier entry of h waits in the redelivery set (it must go first);
+  3. no *other* consumer still holds unacknowledged entries of h (a key's unacked entries sit on
+     one consumer at a time);
+  4. PIP-282: if the consumer recently joined (or, for Key_Failover, gained a range), the entry
+     is at or below the last sent position recorded when it joined; it leaves the recently joined
+     consumers once the mark-delete position reaches that position.
+Anything else waits in the redelivery set, ordered by position, and is retried first. With
+allowOutOfOrderDelivery only rule 1 applies. Entries never go to a consumer outside their hash's
+owner. Source: PIP-282 / Pulsar PersistentStickyKeyDispatcherMultipleConsumers; seed 003 for
+Key_Failover.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from broker.dispatchers.base import Dispatcher
+from broker.dispatchers.last_sent import LastSentTracker
+from broker.entry_info import EntryInfo
+from broker.selectors.base import StickyKeyConsumerSelector
+from broker.sticky_key import murmur3_31, sticky_key
+from proto import PulsarApi_pb2 as api
+from storage import Entry, Position
+
+if TYPE_CHECKING:
+    from broker.consumer import Consumer
+
+log = logging.getLogger(__name__)
+
+
+class StickyKeyDispatcher(Dispatcher):
+    """selector: who owns which slot. allow_out_of_order: KeySharedMeta.allowOutOfOrderDelivery.
+    gainers_join: every consumer that gains slots joins the recently joined consumers (Key_Failover);
+    otherwise only a newly added consumer does (Key_Shared, as PIP-282).
+    look_ahead: stop reading new entries while this many wait for redelivery
+    (keySharedLookAheadMsgInReplayThresholdPerSubscription). key_shared_mode: AUTO_SPLIT 0 / STICKY 1."""
+
+    def __init__(self, subscription, max_read_entries: int, max_read_bytes: int,
+                 selector: StickyKeyConsumerSelector, allow_out_of_order: bool, gainers_join: bool,
+                 look_ahead: int = 20000, key_shared_mode: int = 0):
+        super().__init__(subscription, max_read_entries, max_read_bytes)
+        self.selector = selector
+        self.key_shared_mode = key_shared_mode
+        self.allow_out_of_order = allow_out_of_order
+        self.gainers_join = gainers_join
+        self.look_ahead = look_ahead
+        self.recently_joined: dict[Consumer, Position] = {}
+        ledger = subscription.topic.ledger
+        self.sent = LastSentTracker(self.cursor.mark_delete_position, ledger.next_valid_position, self.cursor.is_deleted)
+
+    # ---- membership ------------------------------------------------------------------------
+    def matches(self, consumer: "Consumer") -> bool:
+        if consumer.sub_type == api.CommandSubscribe.Key_Failover:
+            return True
+        return (consumer.key_shared_mode, consumer.allow_out_of_order) == (self.key_shared_mode, self.allow_out_of_order)
+
+    def add_consumer(self, consumer: "Consumer") -> None:
+        before = self.selector.consumer_ranges()
+        self.selector.add_consumer(consumer)  # raises ConsumerAssignError: nothing changed then
+        self.consumers.append(consumer)
+        self._joined([consumer] + (self._gainers(before) if self.gainers_join else []))
+        self.wake()
+
+    def remove_consumer(self, consumer: "Consumer") -> None:
+        before = self.selector.consumer_ranges()
+        self.selector.remove_consumer(consumer)
+        self.recently_joined.pop(consumer, None)
+        super().remove_consumer(consumer)
+        if self.gainers_join:
+            self._joined(self._gainers(before))
+
+    def _gainers(self, before: dict) -> list["Consumer"]:
+        """Consumers that own a slot now that they did not own in `before`."""
+        gained = []
+        for consumer, ranges in self.selector.consumer_ranges().items():
+            old = before.get(consumer, [])
+            if any(not any(s <= start and end <= e for s, e in old) for start, end in ranges):
+                gained.append(consumer)
+        return gained
+
+    def _joined(self, consumers: list["Consumer"]) -> None:
+        """PIP-282: remember the last sent position for consumers that (newly) own slots."""
+        if self.allow_out_of_order:
+            return
+        last_sent = self.sent.catch_up(self.cursor.mark_delete_position)
+        for consumer in dict.fromkeys(consumers):
+            if consumer.closed or consumer in self.recently_joined:
+                continue
+            consumer.last_sent_position_when_joining = last_sent
+            # The first consumer, or one joining when everything sent is acknowledged, can take anything.
+            if len(self.consumers) > 1 and last_sent > self.cursor.mark_delete_position:
+                self.recently_joined[consumer] = last_sent
+
+    def on_acknowledged(self) -> None:
+        """The mark-delete position may have moved: release recently joined consumers it passed."""
+        mark_delete = self.cursor.mark_delete_position
+        released = [c for c, joined_at in self.recently_joined.items() if mark_delete >= joined_at]
+        for consumer in released:
+            del self.recently_joined[consumer]
+        self.wake()
+
+    def reset(self) -> None:
+        super().reset()
+        self.recently_joined.clear()
+        self.sent.reset(self.cursor.mark_delete_position)
+
+    # ---- reading ---------------------------------------------------------------------------
+    def _read_limit(self) -> int:
+        permits = sum(c.permits for c in self.consumers if c.can_receive())
+        return self._max_entries_for(permits) if permits > 0 else 0
+
+    def _has_work(self) -> bool:
+        return bool(self.redelivery) or (len(self.redelivery) < self.look_ahead and self.cursor.has_more_entries())
+
+    async def _read(self, limit: int) -> list[Entry]:
+        replay = self._replayable(limit)
+        if replay:
+            for position in replay:
+                self.redelivery.discard(position)
+            return await self._read_positions(replay)
+        if len(self.redelivery) >= self.look_ahead:
+            return []
+        return await self.cursor.read_entries(limit, self.max_read_bytes)
+
+    def _replayable(self, limit: int) -> list[Position]:
+        """Positions in the redelivery set whose consumer could take them now, lowest first;
+        a hash stays blocked after its first position that cannot go, so order holds."""
+        budget = {c: c.permits for c in self.consumers if c.can_receive()}
+        blocked: set[int] = set()
+        chosen = []
+        for position, key_hash in self.redelivery:
+            if len(chosen) >= limit or not budget:
+                break
+            if key_hash in blocked:
+                continue
+            consumer = self.selector.select(key_hash)
+            if consumer is None or budget.get(consumer, 0) <= 0 or not self._allowed(consumer, position, key_hash):
+                blocked.add(key_hash)
+                continue
+            budget[consumer] -= 1
+            chosen.append(position)
+        return chosen
+
+    # ---- dispatching -----------------------------------------------------------------------
+    def _allowed(self, consumer: "Consumer", position: Position, key_hash: int) -> bool:
+        """Rules 3 and 4 of the module docstring (rules 1 and 2 are checked by the callers)."""
+        if self.allow_out_of_order:
+            return True
+        joined_at = self.recently_joined.get(consumer)
+        if joined_at is not None and position > joined_at:
+            return False
+        return not any(other is not consumer and other.pending_hashes.get(key_hash) for other in self.consumers)
+
+    def _dispatch(self, entries: list[tuple[Entry, EntryInfo]]) -> None:
+        self.sent.catch_up(self.cursor.mark_delete_position)
+        counts = self.subscription.redelivery_counts
+        held_back: set[int] = set()
+        for entry, info in entries:
+            key_hash = self.selector.slot(murmur3_31(sticky_key(info.metadata)))
+            consumer = self.selector.select(key_hash)
+            if (
+                consumer is None
+                or not consumer.can_receive()
+                or key_hash in held_back
+                or (not self.allow_out_of_order and self.redelivery.has_hash_below(key_hash, entry.position))
+                or not self._allowed(consumer, entry.position, key_hash)
+            ):
+                held_back.add(key_hash)
+                self.redelivery.add(entry.position, key_hash)
+                continue
+            consumer.send_entries(((entry, info.num_messages, key_hash),), counts)
+            self.sent.mark_sent(entry.position)
+
+    # ---- stats -----------------------------------------------------------------------------
+    def stats(self) -> dict:
+        stats = super().stats()
+        stats.update(self.sent.stats())
+        stats["consumersAfterMarkDeletePosition"] = {
+            f"consumerName={c.name}, consumerId={c.consumer_id}, address={c.address}": str(position)
+            for c, position in self.recently_joined.items()
+        }
+        return stats
+
+    def consumer_stats(self, consumer: "Consumer") -> dict:
+        ranges = self.selector.consumer_ranges().get(consumer, [])
+        joined = consumer.last_sent_position_when_joining
+        return {
+            "keyHashRanges": [f"[{start}, {end}]" for start, end in ranges],
+            "lastSentPositionWhenJoining": str(joined) if joined is not None else None,
+        }
