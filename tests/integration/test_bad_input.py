@@ -1,4 +1,5 @@
 """Malformed input closes only the offending connection; the broker and other clients carry on."""
+import collections
 import socket
 import struct
 
@@ -18,6 +19,7 @@ class RawConnection:
         host, port = url.removeprefix("pulsar://").split(":")
         self.sock = socket.create_connection((host, int(port)), timeout=2)
         self.decoder = FrameDecoder()
+        self.pending: collections.deque = collections.deque()
 
     def send_raw(self, data: bytes) -> None:
         self.sock.sendall(data)
@@ -26,13 +28,12 @@ class RawConnection:
         self.send_raw(encode_command(command) if payload is None else encode_payload_command(command, payload))
 
     def receive(self) -> api.BaseCommand:
-        while True:
+        while not self.pending:
             chunk = self.sock.recv(65536)
             if not chunk:
                 raise ConnectionError("closed by broker")
-            frames = self.decoder.feed(chunk)
-            if frames:
-                return frames[0].command
+            self.pending.extend(frame.command for frame in self.decoder.feed(chunk))
+        return self.pending.popleft()
 
     def is_closed_by_peer(self) -> bool:
         """True when the broker closed the socket (reads EOF) within the socket timeout."""

@@ -20,7 +20,7 @@ def test_a_consumer_that_stops_reading_is_bounded_and_blocks_nobody(broker_facto
     read_size = 1024 * 1024
     broker = broker_factory(connectionWriteHighWaterMarkBytes=high_water, dispatcherMaxReadSizeBytes=read_size)
     client = pulsar.Client(broker.url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=100)
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=100, block_if_queue_full=True)
     payload = b"z" * 4096
     for _ in range(3000):  # ~12 MB of backlog, in batch entries of up to 400 KB
         producer.send_async(payload, None)
