@@ -1,0 +1,291 @@
+"""One TCP connection to a broker: the CONNECT handshake, request/response matching, routing of
+pushed commands to producers and consumers, and PING/PONG keep-alive.
+
+Requests (anything with a request_id) wait for their answer with the operation timeout and raise
+Timeout, ConnectError (connection lost meanwhile) or the mapped server error. Pushed commands go to
+the handler registered for their producer_id / consumer_id: SEND_RECEIPT, SEND_ERROR,
+CLOSE_PRODUCER -> producer; MESSAGE, CLOSE_CONSUMER, ACTIVE_CONSUMER_CHANGE,
+REACHED_END_OF_TOPIC -> consumer. When the socket closes every registered handler is told, so it can
+reconnect. Keep-alive: every keep_alive_interval seconds send PING; if the previous PING is still
+unanswered and nothing else arrived, close. Source: C++ lib/ClientConnection.cc.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable, Protocol
+
+from client import __version__
+from client.exceptions import ConnectError, PulsarException, ReadError, Timeout, from_server_error
+from proto import PulsarApi_pb2 as api
+from proto.errors import FrameError
+from proto.frames import Frame, FrameDecoder, encode_command, encode_payload_command
+
+log = logging.getLogger(__name__)
+
+Type = api.BaseCommand.Type
+PROTOCOL_VERSION = 20
+CLIENT_VERSION = f"Pulsar-Python-minipulsar-{__version__}"
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+
+# Answers to requests: (BaseCommand field, request_id attribute).
+_RESPONSES = {
+    Type.SUCCESS: "success",
+    Type.ERROR: "error",
+    Type.PRODUCER_SUCCESS: "producer_success",
+    Type.PARTITIONED_METADATA_RESPONSE: "partitionMetadataResponse",
+    Type.LOOKUP_RESPONSE: "lookupTopicResponse",
+    Type.GET_LAST_MESSAGE_ID_RESPONSE: "getLastMessageIdResponse",
+    Type.CONSUMER_STATS_RESPONSE: "consumerStatsResponse",
+    Type.GET_TOPICS_OF_NAMESPACE_RESPONSE: "getTopicsOfNamespaceResponse",
+    Type.GET_SCHEMA_RESPONSE: "getSchemaResponse",
+    Type.ACK_RESPONSE: "ackResponse",
+}
+
+
+class ProducerListener(Protocol):
+    """What a connection calls on a producer registered in `producers`."""
+
+    def on_send_receipt(self, receipt: api.CommandSendReceipt) -> None: ...
+    def on_send_error(self, cnx: "ClientConnection", error: api.CommandSendError) -> None: ...
+    def on_connection_closed(self, cnx: "ClientConnection") -> None: ...
+
+
+class ConsumerListener(Protocol):
+    """What a connection calls on a consumer registered in `consumers`."""
+
+    def on_message(self, cnx: "ClientConnection", command: api.CommandMessage, data: bytes | None) -> None: ...
+    def on_active_consumer_change(self, is_active: bool) -> None: ...
+    def on_reached_end_of_topic(self) -> None: ...
+    def on_connection_closed(self, cnx: "ClientConnection") -> None: ...
+
+
+class ClientConnection(asyncio.Protocol):
+    """logical_url: the broker this connection stands for; physical (host, port): where it goes
+    (differs when proxying through the service URL, then CONNECT carries proxy_to_broker_url)."""
+
+    def __init__(self, logical_url: str, host: str, port: int, *, operation_timeout: float,
+                 keep_alive_interval: float = 30.0, authentication=None, proxy_to_broker_url: str | None = None,
+                 on_closed: Callable[["ClientConnection"], None] | None = None):
+        self.logical_url = logical_url
+        self.host, self.port = host, port
+        self.operation_timeout = operation_timeout
+        self.keep_alive_interval = keep_alive_interval
+        self.authentication = authentication
+        self.proxy_to_broker_url = proxy_to_broker_url
+        self.on_closed = on_closed
+        self.transport: asyncio.Transport | None = None
+        self.decoder = FrameDecoder()
+        self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE
+        self.server_version = ""
+        self.protocol_version = 0
+        self.closed = False
+        self.producers: dict[int, Any] = {}
+        self.consumers: dict[int, Any] = {}
+        self._pending: dict[int, asyncio.Future] = {}
+        self._connected: asyncio.Future | None = None
+        self._ping_outstanding = False
+        self._keepalive_task: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lost = False
+
+    def __repr__(self) -> str:
+        return f"ClientConnection({self.logical_url} via {self.host}:{self.port})"
+
+    # ---- opening ---------------------------------------------------------------------------
+    async def open(self, timeout: float) -> "ClientConnection":
+        """TCP connect and CONNECT/CONNECTED within timeout seconds; raises ConnectError."""
+        self._loop = asyncio.get_running_loop()
+        self._connected = self._loop.create_future()
+        try:
+            async with asyncio.timeout(timeout):
+                await self._loop.create_connection(lambda: self, self.host, self.port)
+                await self._connected
+        except (OSError, TimeoutError) as exc:
+            self.close()
+            raise ConnectError(f"cannot connect to {self.host}:{self.port}: {exc or 'timed out'}") from exc
+        except PulsarException:
+            self.close()
+            raise
+        self._keepalive_task = self._loop.create_task(self._keepalive())
+        return self
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        connect = api.CommandConnect(client_version=CLIENT_VERSION, protocol_version=PROTOCOL_VERSION)
+        connect.feature_flags.supports_auth_refresh = True
+        if self.authentication is not None:
+            connect.auth_method_name = self.authentication.auth_method_name()
+            connect.auth_data = self.authentication.auth_data()
+        else:
+            connect.auth_method_name = "none"
+        if self.proxy_to_broker_url:
+            connect.proxy_to_broker_url = self.proxy_to_broker_url
+        self.send_command(api.BaseCommand(type=Type.CONNECT, connect=connect))
+
+    # ---- receiving -------------------------------------------------------------------------
+    def data_received(self, data: bytes) -> None:
+        self._ping_outstanding = False
+        try:
+            frames = self.decoder.feed(data)
+        except FrameError as exc:
+            log.error("%s: undecodable frame from broker: %s", self, exc)
+            self._fail_connect(ReadError(str(exc)))
+            self.close()
+            return
+        for frame in frames:
+            try:
+                self._handle(frame)
+            except Exception:
+                log.exception("%s: failed to handle %s", self, Type.Name(frame.command.type))
+
+    def _handle(self, frame: Frame) -> None:
+        command = frame.command
+        kind = command.type
+        if kind == Type.MESSAGE:
+            consumer = self.consumers.get(command.message.consumer_id)
+            if consumer is not None:
+                consumer.on_message(self, command.message, frame.headers_and_payload)
+        elif kind == Type.SEND_RECEIPT:
+            producer = self.producers.get(command.send_receipt.producer_id)
+            if producer is not None:
+                producer.on_send_receipt(command.send_receipt)
+        elif kind in _RESPONSES:
+            self._on_response(kind, getattr(command, _RESPONSES[kind]))
+        elif kind == Type.CONNECTED:
+            self._on_connected(command.connected)
+        elif kind == Type.PING:
+            self.send_command(api.BaseCommand(type=Type.PONG, pong=api.CommandPong()))
+        elif kind == Type.PONG:
+            pass
+        elif kind == Type.SEND_ERROR:
+            producer = self.producers.get(command.send_error.producer_id)
+            if producer is not None:
+                producer.on_send_error(self, command.send_error)
+        elif kind == Type.CLOSE_PRODUCER:
+            producer = self.producers.pop(command.close_producer.producer_id, None)
+            if producer is not None:
+                producer.on_connection_closed(self)
+        elif kind == Type.CLOSE_CONSUMER:
+            consumer = self.consumers.pop(command.close_consumer.consumer_id, None)
+            if consumer is not None:
+                consumer.on_connection_closed(self)
+        elif kind == Type.ACTIVE_CONSUMER_CHANGE:
+            consumer = self.consumers.get(command.active_consumer_change.consumer_id)
+            if consumer is not None:
+                consumer.on_active_consumer_change(command.active_consumer_change.is_active)
+        elif kind == Type.REACHED_END_OF_TOPIC:
+            consumer = self.consumers.get(command.reachedEndOfTopic.consumer_id)
+            if consumer is not None:
+                consumer.on_reached_end_of_topic()
+        elif kind == Type.AUTH_CHALLENGE:
+            self._on_auth_challenge()
+        else:
+            log.warning("%s: ignoring unexpected %s", self, Type.Name(kind))
+
+    def _on_connected(self, connected: api.CommandConnected) -> None:
+        self.server_version = connected.server_version
+        self.protocol_version = connected.protocol_version
+        if connected.HasField("max_message_size") and connected.max_message_size > 0:
+            self.max_message_size = connected.max_message_size
+        log.debug("%s: connected to %s, protocol v%d", self, self.server_version, self.protocol_version)
+        if self._connected is not None and not self._connected.done():
+            self._connected.set_result(None)
+
+    def _on_response(self, kind: int, body) -> None:
+        if kind == Type.PRODUCER_SUCCESS and body.HasField("producer_ready") and not body.producer_ready:
+            log.info("%s: producer %s queued by the broker; waiting", self, body.producer_name)
+            return
+        if kind == Type.ERROR and self._connected is not None and not self._connected.done():
+            self._fail_connect(from_server_error(body.error, body.message))
+            return
+        future = self._pending.pop(body.request_id, None)
+        if future is None or future.done():
+            log.debug("%s: answer to unknown request %d (%s)", self, body.request_id, Type.Name(kind))
+            return
+        if kind == Type.ERROR:
+            future.set_exception(from_server_error(body.error, body.message))
+        else:
+            future.set_result(body)
+
+    def _on_auth_challenge(self) -> None:
+        response = api.CommandAuthResponse(client_version=CLIENT_VERSION, protocol_version=PROTOCOL_VERSION)
+        if self.authentication is not None:
+            response.response.auth_method_name = self.authentication.auth_method_name()
+            response.response.auth_data = self.authentication.auth_data()
+        else:
+            response.response.auth_method_name = "none"
+        self.send_command(api.BaseCommand(type=Type.AUTH_RESPONSE, authResponse=response))
+
+    # ---- sending ---------------------------------------------------------------------------
+    def send_command(self, command: api.BaseCommand) -> None:
+        if not self.closed and self.transport is not None:
+            self.transport.write(encode_command(command))
+
+    def send_payload(self, command: api.BaseCommand, headers_and_payload: bytes) -> None:
+        if not self.closed and self.transport is not None:
+            self.transport.write(encode_payload_command(command, headers_and_payload))
+
+    def write(self, data: bytes) -> None:
+        """Write an already-encoded frame."""
+        if not self.closed and self.transport is not None:
+            self.transport.write(data)
+
+    async def request(self, command: api.BaseCommand, request_id: int, timeout: float | None = None):
+        """Send command and return the answer with the same request_id (raises on ERROR)."""
+        if self.closed:
+            raise ConnectError(f"{self} is closed")
+        future = self._loop.create_future()
+        self._pending[request_id] = future
+        self.send_command(command)
+        try:
+            async with asyncio.timeout(timeout or self.operation_timeout):
+                return await future
+        except TimeoutError:
+            raise Timeout(f"no answer to {Type.Name(command.type)} (request {request_id}) from {self.logical_url}") from None
+        finally:
+            self._pending.pop(request_id, None)
+
+    # ---- keep-alive and closing ------------------------------------------------------------
+    async def _keepalive(self) -> None:
+        while not self.closed:
+            await asyncio.sleep(self.keep_alive_interval)
+            if self._ping_outstanding:
+                log.warning("%s: no answer to PING within %.0f s; closing", self, self.keep_alive_interval)
+                self.close()
+                return
+            self._ping_outstanding = True
+            self.send_command(api.BaseCommand(type=Type.PING, ping=api.CommandPing()))
+
+    def _fail_connect(self, exc: Exception) -> None:
+        if self._connected is not None and not self._connected.done():
+            self._connected.set_exception(exc)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._lost:
+            return
+        self._lost = True
+        self.closed = True
+        log.info("%s: connection closed (%s)", self, exc or "by peer")
+        self._fail_connect(ConnectError(f"connection to {self.host}:{self.port} closed during handshake"))
+        if self._keepalive_task is not None:
+            self._keepalive_task.cancel()
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(ConnectError(f"connection to {self.logical_url} lost"))
+        self._pending.clear()
+        handlers = [*self.producers.values(), *self.consumers.values()]
+        self.producers.clear()
+        self.consumers.clear()
+        if self.on_closed is not None:
+            self.on_closed(self)
+        for handler in handlers:
+            handler.on_connection_closed(self)
+
+    def close(self) -> None:
+        """Close the socket; connection_lost() notifies handlers."""
+        self.closed = True
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+        elif self.transport is None:
+            self.connection_lost(None)

@@ -1,0 +1,89 @@
+"""Connections shared by every producer and consumer of one Client: one per (logical broker URL,
+physical address), opened on first use and forgotten when it closes. Source: C++ ConnectionPool
+(connectionsPerBroker = 1).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from urllib.parse import urlparse
+
+from client.connection import ClientConnection
+from client.exceptions import InvalidUrl
+
+log = logging.getLogger(__name__)
+
+
+def parse_service_url(url: str) -> list[tuple[str, int]]:
+    """'pulsar://h1:6650,h2:6651' -> [('h1', 6650), ('h2', 6651)]; raises InvalidUrl."""
+    parsed = urlparse(url)
+    if parsed.scheme != "pulsar":
+        raise InvalidUrl(f"unsupported service URL {url!r}: only pulsar:// (no TLS) is supported")
+    hosts = []
+    for part in parsed.netloc.split(","):
+        host, _, port = part.rpartition(":")
+        if not host:
+            host, port = part, "6650"
+        try:
+            hosts.append((host.strip("[]"), int(port)))
+        except ValueError:
+            raise InvalidUrl(f"bad port in service URL {url!r}") from None
+    if not hosts or not hosts[0][0]:
+        raise InvalidUrl(f"no host in service URL {url!r}")
+    return hosts
+
+
+class ConnectionPool:
+    """get(logical_url, physical_url) -> an open ClientConnection."""
+
+    def __init__(self, operation_timeout: float, connection_timeout: float, authentication=None,
+                 keep_alive_interval: float = 30.0):
+        self.operation_timeout = operation_timeout
+        self.connection_timeout = connection_timeout
+        self.authentication = authentication
+        self.keep_alive_interval = keep_alive_interval
+        self._connections: dict[tuple[str, str], asyncio.Future] = {}
+
+    async def get(self, logical_url: str, physical_url: str | None = None) -> ClientConnection:
+        """The pooled connection to logical_url (through physical_url when proxying)."""
+        key = (logical_url, physical_url or logical_url)
+        future = self._connections.get(key)
+        if future is not None:
+            if not future.done():
+                return await asyncio.shield(future)
+            if future.exception() is None and not future.result().closed:
+                return future.result()
+        future = asyncio.get_running_loop().create_future()
+        self._connections[key] = future
+        try:
+            cnx = await self._open(key)
+        except BaseException as exc:
+            self._connections.pop(key, None)
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: waiters get it through shield
+            raise
+        future.set_result(cnx)
+        return cnx
+
+    async def _open(self, key: tuple[str, str]) -> ClientConnection:
+        logical_url, physical_url = key
+        host, port = parse_service_url(physical_url)[0]
+        cnx = ClientConnection(
+            logical_url, host, port, operation_timeout=self.operation_timeout,
+            keep_alive_interval=self.keep_alive_interval, authentication=self.authentication,
+            proxy_to_broker_url=logical_url if logical_url != physical_url else None,
+            on_closed=lambda c: self._forget(key, c),
+        )
+        return await cnx.open(self.connection_timeout)
+
+    def _forget(self, key: tuple[str, str], cnx: ClientConnection) -> None:
+        future = self._connections.get(key)
+        if future is not None and future.done() and not future.exception() and future.result() is cnx:
+            del self._connections[key]
+
+    def close(self) -> None:
+        """Close every connection."""
+        for future in list(self._connections.values()):
+            if future.done() and not future.exception():
+                future.result().close()
+        self._connections.clear()
