@@ -1,0 +1,20 @@
+"""minipulsar storage: managed ledgers (segment files, positions, reads, trimming) and
+managed cursors (mark-delete position, individually deleted ranges, durable state).
+
+Entries are opaque bytes here; this package imports nothing else of minipulsar.
+See docs/storage.md for the formats and guarantees.
+"""
+from .config import ManagedLedgerConfig
+from .cursor import ManagedCursor
+from .errors import (CursorError, DataDirLockedError, LedgerClosedError, LedgerCorruptionError,
+                     PersistenceError, StorageError)
+from .factory import ManagedLedgerFactory
+from .ledger import Entry, ManagedLedger
+from .position import EARLIEST, Position
+from .range_set import PositionRangeSet
+
+__all__ = [
+    "CursorError", "DataDirLockedError", "EARLIEST", "Entry", "LedgerClosedError", "LedgerCorruptionError",
+    "ManagedCursor", "ManagedLedger", "ManagedLedgerConfig", "ManagedLedgerFactory", "PersistenceError",
+    "Position", "PositionRangeSet", "StorageError",
+]

@@ -1,0 +1,172 @@
+"""ManagedLedgerFactory: the data dir, its lock, and the open managed ledgers.
+
+Layout::
+
+    <data_dir>/LOCK                       flock'ed while a broker runs
+    <data_dir>/ledgers/<encoded name>/    one folder per managed ledger (topic)
+        NAME                              the ledger's real name (folder names are encoded)
+        000000000007.seg / .idx           segments and sealed offset indexes
+        cursors/<encoded cursor>.cur.0/1  durable cursor state slots
+
+A name like ``public/default/persistent/my-topic`` is percent-encoded into ONE folder
+name (``/`` and leading dots are escaped; too-long names get a hash suffix) so no name
+can escape the data dir. (Pulsar: ``ManagedLedgerFactoryImpl``.)
+"""
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import logging
+import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import quote
+
+from .config import ManagedLedgerConfig
+from .errors import DataDirLockedError, LedgerClosedError, StorageError
+from .ledger import ManagedLedger
+from .segment import fsync_dir
+
+log = logging.getLogger(__name__)
+
+NAME_FILE = "NAME"
+_MAX_FOLDER = 200
+
+
+def encode_name(name: str) -> str:
+    """Map a ledger name to a single safe folder name (reversible through the NAME file)."""
+    folder = quote(name, safe="-_~").replace(".", "%2E")
+    if len(folder) > _MAX_FOLDER:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+        folder = folder[:_MAX_FOLDER - 17] + "~" + digest
+    return folder
+
+
+class ManagedLedgerFactory:
+    """Opens and owns the managed ledgers stored under ``data_dir``."""
+
+    def __init__(self, data_dir: str | os.PathLike, config: ManagedLedgerConfig) -> None:
+        self.data_dir = os.fspath(data_dir)
+        self.config = config
+        self._ledgers: dict[str, ManagedLedger] = {}
+        self._opening: dict[str, asyncio.Future] = {}
+        self._lock_fd: int | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    @property
+    def ledgers_dir(self) -> str:
+        return os.path.join(self.data_dir, "ledgers")
+
+    async def start(self) -> None:
+        """Create the data dir and take its flock; DataDirLockedError if another broker holds it."""
+        os.makedirs(self.ledgers_dir, exist_ok=True)
+        fd = os.open(os.path.join(self.data_dir, "LOCK"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DataDirLockedError(
+                f"data dir {self.data_dir} is locked by another running broker (flock on LOCK)") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock_fd = fd
+        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ml-io")
+        log.info("storage started in %s", self.data_dir)
+
+    def _check_started(self) -> None:
+        if self._lock_fd is None:
+            raise LedgerClosedError("ManagedLedgerFactory is not started (or already closed)")
+
+    def _folder(self, name: str) -> str:
+        if not name or "\0" in name:
+            raise StorageError(f"invalid managed ledger name {name!r}")
+        return os.path.join(self.ledgers_dir, encode_name(name))
+
+    async def open(self, name: str) -> ManagedLedger:
+        """Open (creating if missing) the managed ledger ``name``; the same instance while open."""
+        self._check_started()
+        if name in self._ledgers:
+            return self._ledgers[name]
+        if name in self._opening:
+            return await asyncio.shield(self._opening[name])
+        fut = asyncio.get_running_loop().create_future()
+        self._opening[name] = fut
+        try:
+            ml = await self._open_new(name)
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved: the caller below re-raises it
+            raise
+        finally:
+            del self._opening[name]
+        self._ledgers[name] = ml
+        fut.set_result(ml)
+        return ml
+
+    async def _open_new(self, name: str) -> ManagedLedger:
+        folder = self._folder(name)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._prepare_folder, folder, name)
+        ml = ManagedLedger(name, folder, self.config, self._executor, on_closed=self._forget)
+        await ml._open()
+        return ml
+
+    def _prepare_folder(self, folder: str, name: str) -> None:
+        if os.path.exists(os.path.join(folder, NAME_FILE)):
+            return
+        os.makedirs(folder, exist_ok=True)
+        tmp = os.path.join(folder, NAME_FILE + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(name)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, os.path.join(folder, NAME_FILE))
+        fsync_dir(folder)
+        fsync_dir(self.ledgers_dir)
+
+    def _forget(self, ml: ManagedLedger) -> None:
+        if self._ledgers.get(ml.name) is ml:
+            del self._ledgers[ml.name]
+
+    def exists(self, name: str) -> bool:
+        """True when ledger ``name`` is stored under the data dir."""
+        return os.path.exists(os.path.join(self._folder(name), NAME_FILE))
+
+    def list_names(self) -> list[str]:
+        """Names of every managed ledger on disk, sorted."""
+        names = []
+        if not os.path.isdir(self.ledgers_dir):
+            return names
+        for entry in os.scandir(self.ledgers_dir):
+            try:
+                with open(os.path.join(entry.path, NAME_FILE), encoding="utf-8") as f:
+                    names.append(f.read())
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+        return sorted(names)
+
+    async def delete(self, name: str) -> None:
+        """Delete ledger ``name`` (closing it first if open) with all its cursors."""
+        self._check_started()
+        ml = self._ledgers.get(name)
+        if ml is not None:
+            await ml.delete()
+            return
+        folder = self._folder(name)
+        await asyncio.get_running_loop().run_in_executor(self._executor, shutil.rmtree, folder, True)
+
+    async def close(self) -> None:
+        """Close every open ledger (persisting cursors) and release the data dir lock."""
+        if self._lock_fd is None:
+            return
+        for ml in list(self._ledgers.values()):
+            try:
+                await ml.close()
+            except Exception:
+                log.exception("closing ledger %s failed", ml.name)
+        self._executor.shutdown(wait=True)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        os.close(self._lock_fd)
+        self._lock_fd = None
+        log.info("storage in %s closed", self.data_dir)

@@ -1,0 +1,510 @@
+"""ManagedLedger: one topic's append-only log of entries, split into ledgers (segments).
+
+Appends are group-committed by :class:`storage.writer.SegmentWriter`: ``add_entry`` only
+appends the bytes to the pending chunk and awaits the chunk's shared future; the loop
+hands a whole batch to the writer thread when none is in flight, and the thread resolves
+the batch with one ``call_soon_threadsafe``. Positions are assigned at append time,
+in order. Reads come from the tail cache or, off the loop, from the segment files via
+their offset index. Roll-over, trimming of consumed ledgers and retention follow Pulsar's
+``ManagedLedgerImpl``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from sortedcontainers import SortedDict
+
+from . import cursor_store, recovery, segment
+from .config import ManagedLedgerConfig
+from .cursor import ManagedCursor
+from .entry_cache import EntryCache
+from .errors import CursorError, LedgerClosedError, PersistenceError
+from .position import EARLIEST, Position
+from .segment import SegmentIndex
+from .writer import BatchOutcome, Chunk, SegmentWriter
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+log = logging.getLogger(__name__)
+
+_OPEN, _CLOSING, _CLOSED = "open", "closing", "closed"
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One stored entry: its position and its opaque bytes."""
+
+    position: Position
+    data: bytes
+
+
+class ManagedLedger:
+    """Append-only log of one topic; obtain instances from ``ManagedLedgerFactory.open``."""
+
+    def __init__(self, name: str, folder: str, config: ManagedLedgerConfig, executor: "Executor",
+                 on_closed: Callable[["ManagedLedger"], None] | None = None) -> None:
+        self.name = name
+        self.folder = folder
+        self.config = config
+        self.executor = executor
+        self._on_closed = on_closed
+        self._state = _OPEN
+        self._ledgers: SortedDict = SortedDict()  # ledger id -> SegmentIndex (loop-side, durable entries only)
+        self._current_id = 0
+        self._lac = Position(0, -1)
+        self._cursors: dict[str, ManagedCursor] = {}
+        self._listeners: list[Callable[[], None]] = []
+        self._cache = EntryCache(config.entry_cache_size_bytes)
+        self._writer: SegmentWriter | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # append side (loop thread only)
+        self._append_ledger = 0
+        self._append_next = 0
+        self._append_bytes = 0
+        self._pending: list[tuple[Chunk, asyncio.Future]] = []
+        self._tail: tuple[Chunk, asyncio.Future] | None = None
+        self._in_flight: list[tuple[Chunk, asyncio.Future]] | None = None
+        self._kick_scheduled = False
+        self._drained: asyncio.Future | None = None
+
+    # -- open ----------------------------------------------------------------
+    async def _open(self) -> None:
+        """Recover the segments, start the writer, load durable cursors."""
+        loop = self._loop = asyncio.get_running_loop()
+        os.makedirs(self.cursor_folder, exist_ok=True)
+        t0 = time.monotonic()
+        sealed, new_id, fd = await loop.run_in_executor(
+            self.executor, recovery.recover_ledgers, self.folder, self.config.sync_data)
+        for idx in sealed:
+            self._ledgers[idx.ledger_id] = idx
+        self._ledgers[new_id] = SegmentIndex(new_id)
+        self._current_id = self._append_ledger = new_id
+        self._lac = Position(sealed[-1].ledger_id, sealed[-1].entries - 1) if sealed else Position(new_id, -1)
+        self._writer = SegmentWriter(self.folder, SegmentIndex(new_id), fd, self.config.sync_data, loop)
+        await self._load_cursors()
+        log.info("ledger %s opened in %.3fs: %d ledgers, %d entries, lac %s", self.name,
+                 time.monotonic() - t0, len(self._ledgers), self.number_of_entries, self._lac)
+        self._trim()
+
+    @property
+    def cursor_folder(self) -> str:
+        return os.path.join(self.folder, "cursors")
+
+    async def _load_cursors(self) -> None:
+        def load_all():
+            return [(base, *cursor_store.load(base)) for base in cursor_store.list_cursors(self.cursor_folder)]
+        for base, state, slot in await self._loop.run_in_executor(self.executor, load_all):
+            if state is None:
+                log.error("ledger %s: cursor file %s has no readable state; cursor dropped", self.name, base)
+                continue
+            cur = ManagedCursor(self, state.name, True, state.mark_delete, state, base, slot)
+            self._cursors[state.name] = cur
+
+    # -- append ----------------------------------------------------------------
+    async def add_entry(self, data: bytes) -> Position:
+        """Append ``data``; returns its Position once it is on disk (fdatasync'ed if sync_data).
+
+        Raises LedgerClosedError when closed, PersistenceError when the write failed.
+        """
+        if self._state is not _OPEN:
+            raise LedgerClosedError(f"managed ledger {self.name} is closed")
+        if type(data) is not bytes:
+            data = bytes(data)
+        if self._append_next >= self.config.max_entries_per_ledger or (
+                self._append_bytes >= self.config.max_size_per_ledger_bytes and self._append_next):
+            self._append_ledger += 1  # roll-over: the writer seals the old segment first
+            self._append_next = self._append_bytes = 0
+        ledger_id, entry_id = self._append_ledger, self._append_next
+        tail = self._tail
+        if tail is None or tail[0].ledger_id != ledger_id:
+            tail = self._tail = (Chunk(ledger_id, entry_id), self._loop.create_future())
+            self._pending.append(tail)
+        tail[0].datas.append(data)
+        self._append_next = entry_id + 1
+        self._append_bytes += len(data)
+        self._cache.add(ledger_id, entry_id, data)
+        if not self._kick_scheduled and self._in_flight is None:
+            self._kick_scheduled = True
+            self._loop.call_soon(self._kick)
+        await tail[1]
+        return Position(ledger_id, entry_id)
+
+    def _kick(self) -> None:
+        """Hand everything pending to the writer as one batch (group commit)."""
+        self._kick_scheduled = False
+        if self._in_flight is not None or not self._pending:
+            return
+        batch, self._pending, self._tail = self._pending, [], None
+        self._in_flight = batch
+        self._writer.submit([chunk for chunk, _ in batch], self._batch_done)
+
+    def _batch_done(self, outcome: BatchOutcome | BaseException) -> None:
+        """Writer callback (on the loop): publish durable entries, resolve or fail futures."""
+        batch, self._in_flight = self._in_flight, None
+        if isinstance(outcome, BaseException):  # unexpected bug in the writer: fail the batch
+            outcome = BatchOutcome(error=OSError(str(outcome)), current=self._current_id,
+                                   current_entries=self._ledgers[self._current_id].entries,
+                                   current_end=self._ledgers[self._current_id].end_offset)
+        for lid in outcome.created:
+            self._ledgers[lid] = SegmentIndex(lid)
+            self._current_id = lid
+        for idx in outcome.sealed:
+            self._ledgers[idx.ledger_id].sealed_at_ms = idx.sealed_at_ms
+        for res, (_, fut) in zip(outcome.durable, batch):
+            info = self._ledgers[res.ledger_id]
+            info.offsets.extend(res.offsets)
+            info.end_offset = res.end_offset
+            fut.set_result(None)
+        if outcome.durable:
+            last = outcome.durable[-1]
+            self._lac = Position(last.ledger_id, last.first_entry + len(last.offsets) - 1)
+        if outcome.error is not None:
+            self._fail_appends(batch[len(outcome.durable):], outcome)
+        if outcome.durable:
+            for cb in list(self._listeners):
+                try:
+                    cb()
+                except Exception:
+                    log.exception("ledger %s: entry listener failed", self.name)
+        if outcome.sealed:
+            self._trim()
+        if self._pending:
+            self._kick()
+        elif self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def _fail_appends(self, failed: list, outcome: BatchOutcome) -> None:
+        """Fail the rest of the batch and every queued append (their ids are now wrong)."""
+        err = outcome.error
+        failed = failed + self._pending
+        self._pending, self._tail = [], None
+        for _, fut in failed:
+            if not fut.done():
+                fut.set_exception(PersistenceError(f"append to {self.name} failed: {err}"))
+        # Re-number from what is really on disk; the next append retries the same file.
+        self._append_ledger = outcome.current
+        self._append_next = outcome.current_entries
+        self._append_bytes = outcome.current_end - segment.HEADER_SIZE - segment.RECORD_OVERHEAD * outcome.current_entries
+        self._cache.truncate(outcome.current, outcome.current_entries)
+
+    # -- listeners ---------------------------------------------------------------
+    def add_entry_listener(self, cb: Callable[[], None]) -> None:
+        """``cb()`` runs on the loop each time new entries become readable."""
+        self._listeners.append(cb)
+
+    def remove_entry_listener(self, cb: Callable[[], None]) -> None:
+        if cb in self._listeners:
+            self._listeners.remove(cb)
+
+    # -- positions ---------------------------------------------------------------
+    @property
+    def last_confirmed_position(self) -> Position:
+        """Last durable entry; ``(current_ledger_id, -1)`` when the ledger never had entries."""
+        return self._lac
+
+    @property
+    def current_ledger_id(self) -> int:
+        return self._current_id
+
+    @property
+    def ledger_ids(self) -> list[int]:
+        """Retained ledger ids (including the current, possibly empty, one)."""
+        return list(self._ledgers.keys())
+
+    @property
+    def first_position(self) -> Position | None:
+        """First retained entry, or None when no entry is retained."""
+        for lid, info in self._ledgers.items():
+            if info.entries:
+                return Position(lid, 0)
+        return None
+
+    @property
+    def number_of_entries(self) -> int:
+        """Retained durable entries."""
+        return sum(info.entries for info in self._ledgers.values())
+
+    @property
+    def total_size(self) -> int:
+        """Payload bytes of retained durable entries (record headers excluded)."""
+        return sum(info.data_bytes for info in self._ledgers.values())
+
+    def next_valid_position(self, pos: Position) -> Position:
+        """The position right after ``pos`` an entry has (or would get), crossing ledgers."""
+        lid, eid = pos
+        info = self._ledgers.get(lid)
+        if lid >= self._current_id or (info is not None and eid + 1 < info.entries):
+            return Position(lid, eid + 1)
+        for nid in self._ledgers.irange(minimum=lid + 1):
+            if self._ledgers[nid].entries or nid == self._current_id:
+                return Position(nid, 0)
+        return Position(self._current_id, 0)
+
+    def previous_position(self, pos: Position) -> Position:
+        """The entry before ``pos`` (crossing back into earlier ledgers), or ``(L, -1)``."""
+        if pos.entry_id > 0:
+            return Position(pos.ledger_id, pos.entry_id - 1)
+        for lid in self._ledgers.irange(maximum=pos.ledger_id - 1, reverse=True):
+            n = self._ledgers[lid].entries
+            if n:
+                return Position(lid, n - 1)
+        return Position(pos.ledger_id, -1)
+
+    def count_entries_between(self, start_exclusive: Position, end_inclusive: Position) -> int:
+        """Retained durable entries ``p`` with ``start_exclusive < p <= end_inclusive``."""
+        if end_inclusive <= start_exclusive:
+            return 0
+        total = 0
+        for lid in self._ledgers.irange(minimum=start_exclusive.ledger_id, maximum=end_inclusive.ledger_id):
+            n = self._ledgers[lid].entries
+            lo = start_exclusive.entry_id + 1 if lid == start_exclusive.ledger_id else 0
+            hi = min(end_inclusive.entry_id, n - 1) if lid == end_inclusive.ledger_id else n - 1
+            if hi >= lo:
+                total += hi - lo + 1
+        return total
+
+    def advance(self, pos: Position, n: int) -> Position:
+        """The position ``n`` retained entries after ``pos`` (stops at the last entry)."""
+        while n > 0:
+            nxt = self.next_valid_position(pos)
+            info = self._ledgers.get(nxt.ledger_id)
+            avail = info.entries - nxt.entry_id if info is not None else 0
+            if avail <= 0:
+                return pos
+            if n <= avail:
+                return Position(nxt.ledger_id, nxt.entry_id + n - 1)
+            n -= avail
+            pos = Position(nxt.ledger_id, info.entries - 1)
+        return pos
+
+    def _first_at_or_after(self, pos: Position) -> Position | None:
+        """The first retained durable entry ``>= pos``; None if there is none."""
+        for lid in self._ledgers.irange(minimum=pos.ledger_id):
+            n = self._ledgers[lid].entries
+            if lid == pos.ledger_id:
+                if max(pos.entry_id, 0) < n:
+                    return Position(lid, max(pos.entry_id, 0))
+            elif n:
+                return Position(lid, 0)
+        return None
+
+    # -- reads -------------------------------------------------------------------
+    async def read_entries(self, start: Position, max_entries: int,
+                           max_bytes: int = 5 * 1024 * 1024) -> list[Entry]:
+        """Durable entries at positions ``>= start``, in order, within the two limits.
+
+        At least one entry is returned when one exists (even if larger than max_bytes);
+        positions in trimmed ledgers are skipped. Raises LedgerCorruptionError on a bad record.
+        """
+        self._check_not_closed()
+        out: list[Entry] = []
+        budget = max_bytes
+        pos = self._first_at_or_after(start)
+        while pos is not None and len(out) < max_entries and (budget > 0 or not out):
+            info = self._ledgers[pos.ledger_id]
+            last = self._last_within(info, pos.entry_id, max_entries - len(out), budget, not out)
+            if last < pos.entry_id:
+                break
+            datas = self._cache.get(pos.ledger_id, pos.entry_id, last)
+            if datas is None:
+                try:
+                    datas = await self._loop.run_in_executor(
+                        self.executor, segment.read_records, self.folder, info, pos.entry_id, last)
+                except FileNotFoundError:  # trimmed while we read: skip forward
+                    pos = self._first_at_or_after(Position(pos.ledger_id + 1, 0))
+                    continue
+            lid = pos.ledger_id
+            for i, data in enumerate(datas, pos.entry_id):
+                out.append(Entry(Position(lid, i), data))
+                budget -= len(data)
+            pos = self._first_at_or_after(Position(lid, last + 1))
+        return out
+
+    @staticmethod
+    def _last_within(info: SegmentIndex, first: int, max_entries: int, budget: int, need_one: bool) -> int:
+        """Last entry id of ``info`` to read from ``first`` within the limits (``first - 1`` = none fits)."""
+        offsets, n = info.offsets, info.entries
+        stop = min(n, first + max_entries)
+        last = first - 1
+        for i in range(first, stop):
+            end = offsets[i + 1] if i + 1 < n else info.end_offset
+            size = end - offsets[i] - segment.RECORD_OVERHEAD
+            if size > budget and not (need_one and last < first):
+                break
+            budget -= size
+            last = i
+        return last
+
+    async def read_entry(self, position: Position) -> Entry | None:
+        """The entry at exactly ``position``, or None if it does not exist (or was trimmed)."""
+        entries = await self.read_entries(position, 1)
+        return entries[0] if entries and entries[0].position == position else None
+
+    async def find_newest_matching(self, predicate: Callable[[bytes], bool]) -> Position | None:
+        """Binary search: last retained position whose data satisfies the monotone ``predicate``."""
+        spans = [(lid, info.entries) for lid, info in self._ledgers.items() if info.entries]
+        total = sum(n for _, n in spans)
+
+        def at(index: int) -> Position:
+            for lid, n in spans:
+                if index < n:
+                    return Position(lid, index)
+                index -= n
+            raise IndexError(index)
+
+        lo, hi, found = 0, total - 1, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            pos = at(mid)
+            entry = await self.read_entry(pos)
+            if entry is None or predicate(entry.data):
+                found = pos if entry is not None else found
+                lo = mid + 1
+            else:
+                hi = mid - 1
+        return found
+
+    # -- cursors -------------------------------------------------------------------
+    @property
+    def cursors(self) -> dict[str, ManagedCursor]:
+        """Durable cursors by name (including those loaded from disk at open)."""
+        return dict(self._cursors)
+
+    async def open_cursor(self, name: str, initial_position: str = "latest") -> ManagedCursor:
+        """Open (or create and persist) the durable cursor ``name``.
+
+        A new cursor starts at ``"latest"`` (after the last confirmed entry) or
+        ``"earliest"`` (mark-delete ``(first_ledger_id, -1)``); an existing one keeps its state.
+        """
+        self._check_open()
+        if not name:
+            raise CursorError("cursor name must not be empty")
+        if name in self._cursors:
+            return self._cursors[name]
+        if initial_position not in ("latest", "earliest"):
+            raise CursorError(f"initial_position must be 'latest' or 'earliest', not {initial_position!r}")
+        md = self._lac if initial_position == "latest" else self._earliest_mark_delete()
+        base = cursor_store.cursor_file_base(self.cursor_folder, name)
+        cur = ManagedCursor(self, name, True, md, store_base=base)
+        self._cursors[name] = cur
+        cur._dirty = True
+        await cur._write_state()  # a subscription must survive a crash right after creation
+        return cur
+
+    def _earliest_mark_delete(self) -> Position:
+        return Position(self._ledgers.keys()[0], -1)
+
+    def new_non_durable_cursor(self, start: Position | None, inclusive: bool = True) -> ManagedCursor:
+        """A reader's cursor: never persisted and never holds back trimming.
+
+        ``start`` None = latest, ``Position(-1, -1)`` = earliest; otherwise the first entry
+        read is ``start`` (inclusive) or the one after it.
+        """
+        self._check_open()
+        if start is None:
+            md = self._lac
+        elif start == EARLIEST or (self.first_position is not None and start < self.first_position):
+            md = self._earliest_mark_delete()
+        else:
+            md = self.previous_position(start) if inclusive else start
+        return ManagedCursor(self, f"reader-{id(self):x}-{time.monotonic_ns()}", False, md)
+
+    async def delete_cursor(self, name: str) -> None:
+        """Remove durable cursor ``name`` and its files; trimming no longer waits for it."""
+        cur = self._cursors.pop(name, None)
+        if cur is None:
+            return
+        cur.durable = False  # stop persists
+        if cur._timer is not None:
+            cur._timer.cancel()
+            cur._timer = None
+        if cur._persist_task is not None and not cur._persist_task.done():
+            await asyncio.shield(cur._persist_task)
+        cur._closed = True
+        await self._loop.run_in_executor(self.executor, cursor_store.remove, cur._base)
+        self._trim()
+
+    def _on_cursor_persisted(self, cursor: ManagedCursor) -> None:
+        if cursor.durable and self._state is _OPEN:
+            self._trim()
+
+    # -- trimming ----------------------------------------------------------------
+    def _trim(self) -> None:
+        """Delete sealed ledgers wholly at/below every durable cursor's persisted mark-delete.
+
+        Retention (Pulsar semantics, 0 = none, -1 = unlimited) keeps a consumed ledger
+        unless its retention time expired or the retained size is over quota without it.
+        """
+        if self._state is not _OPEN:
+            return
+        durable = list(self._cursors.values())
+        slowest = min(c.persisted_mark_delete_position for c in durable) if durable else self._lac
+        cfg = self.config
+        now_ms = time.time() * 1000
+        remaining = self.total_size
+        for lid in list(self._ledgers.keys()):
+            if lid >= self._current_id:
+                break
+            info = self._ledgers[lid]
+            if info.entries and Position(lid, info.entries - 1) > slowest:
+                break
+            remaining -= info.data_bytes
+            expired = cfg.retention_time_minutes >= 0 and \
+                now_ms - info.sealed_at_ms >= cfg.retention_time_minutes * 60_000
+            over_quota = cfg.retention_size_mb >= 0 and remaining >= cfg.retention_size_mb * MIB
+            if not (expired or over_quota):
+                break
+            del self._ledgers[lid]
+            self._writer.delete_ledger(lid)
+            log.info("ledger %s: trimming consumed ledger %d (%d entries)", self.name, lid, info.entries)
+
+    # -- close / delete ------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._state is not _OPEN:
+            raise LedgerClosedError(f"managed ledger {self.name} is closed")
+
+    def _check_not_closed(self) -> None:
+        if self._state is _CLOSED:
+            raise LedgerClosedError(f"managed ledger {self.name} is closed")
+
+    async def close(self) -> None:
+        """Finish queued appends, persist every durable cursor, seal the segment, stop the writer."""
+        if self._state is not _OPEN:
+            return
+        self._state = _CLOSING
+        if self._in_flight is not None or self._pending:
+            self._drained = self._loop.create_future()
+            if self._in_flight is None:
+                self._kick()
+            await self._drained
+        for cur in list(self._cursors.values()):
+            try:
+                await cur.close()
+            except Exception as exc:  # keep closing: the older persisted state stays valid
+                log.error("ledger %s: closing cursor %s failed: %s", self.name, cur.name, exc)
+        done = self._loop.create_future()
+        self._writer.close(lambda result: done.done() or done.set_result(result))
+        result = await done
+        if isinstance(result, BaseException):
+            log.error("ledger %s: sealing the current segment failed: %s", self.name, result)
+        self._state = _CLOSED
+        if self._on_closed is not None:
+            self._on_closed(self)
+        log.info("ledger %s closed", self.name)
+
+    async def delete(self) -> None:
+        """Close and remove the ledger's folder (every segment and cursor)."""
+        await self.close()
+        await self._loop.run_in_executor(self.executor, shutil.rmtree, self.folder, True)
+        log.info("ledger %s deleted", self.name)
+
+    def __repr__(self) -> str:
+        return f"ManagedLedger({self.name!r}, ledgers={list(self._ledgers.keys())}, lac={self._lac})"

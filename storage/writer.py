@@ -1,0 +1,189 @@
+"""The ledger's writer thread: group commit of appends to the current segment.
+
+The event loop hands over a *batch* (a list of :class:`Chunk`, each a run of entries
+for one ledger) only when no batch is in flight; appends arriving meanwhile queue on
+the loop and form the next batch. Per batch the thread encodes every record, writes
+them with ``os.writev``, calls ``fdatasync`` once (if ``sync_data``), and reports back
+with ONE ``loop.call_soon_threadsafe``. Roll-over happens here too: a chunk for a new
+ledger seals the current segment (fdatasync + offset index) and creates the next one.
+File deletion (trimming) is queued on the same thread so it never races a write.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+from array import array
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import segment
+from .segment import SegmentIndex
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Chunk:
+    """Entries ``first_entry ..`` of ledger ``ledger_id``, in order, still to be written."""
+
+    ledger_id: int
+    first_entry: int
+    datas: list = field(default_factory=list)
+    nbytes: int = 0
+
+
+@dataclass
+class ChunkResult:
+    """Where the records of a durable chunk landed (file offsets) and the new data end."""
+
+    ledger_id: int
+    first_entry: int
+    offsets: array
+    end_offset: int
+
+
+@dataclass
+class BatchOutcome:
+    """Reported to the loop once per batch.
+
+    ``durable``: chunks now on disk, in order. ``sealed``: ledgers sealed in this batch
+    (their final index). ``created``: ledger ids created. ``error``: the OSError that
+    failed the rest, if any. ``current``/``current_entries``: the writer's open ledger
+    and how many of its entries are durable, so the loop can re-number after a failure.
+    """
+
+    durable: list[ChunkResult] = field(default_factory=list)
+    sealed: list[SegmentIndex] = field(default_factory=list)
+    created: list[int] = field(default_factory=list)
+    error: OSError | None = None
+    current: int = 0
+    current_entries: int = 0
+    current_end: int = 0
+
+
+class SegmentWriter:
+    """Owns the write fd of the current segment; all blocking writes happen on its thread."""
+
+    def __init__(self, folder: str, current: SegmentIndex, fd: int, sync: bool, loop) -> None:
+        self._folder = folder
+        self._cur = current
+        self._fd = fd
+        self._sync = sync
+        self._loop = loop
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=f"ml-writer:{folder}", daemon=True)
+        self._thread.start()
+
+    # -- loop side -----------------------------------------------------------
+    def submit(self, chunks: list[Chunk], done: Callable[[BatchOutcome], None]) -> None:
+        """Queue a batch; ``done(outcome)`` runs on the loop when it is durable or failed."""
+        self._queue.put((self._write_batch, (chunks,), done))
+
+    def delete_ledger(self, ledger_id: int, done: Callable[[object], None] | None = None) -> None:
+        """Queue the unlink of a trimmed ledger's segment and index."""
+        self._queue.put((self._delete_ledger, (ledger_id,), done))
+
+    def close(self, done: Callable[[object], None]) -> None:
+        """Seal the current segment (sync + index), close the fd and stop the thread."""
+        self._queue.put((self._close, (), done))
+
+    # -- thread side ---------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            func, args, done = self._queue.get()
+            try:
+                result = func(*args)
+            except BaseException as exc:  # report, never kill the thread silently
+                log.exception("writer %s: %s failed", self._folder, func.__name__)
+                result = exc
+            if done is not None:
+                try:
+                    self._loop.call_soon_threadsafe(done, result)
+                except RuntimeError:  # loop closed: nobody is waiting any more
+                    pass
+            if func == self._close:
+                return
+
+    def _write_batch(self, chunks: list[Chunk]) -> BatchOutcome:
+        out = BatchOutcome()
+        synced_end = self._cur.end_offset
+        synced_count = len(self._cur.offsets)
+        pending: list[ChunkResult] = []  # written to the current ledger, not yet synced
+        try:
+            for chunk in chunks:
+                if chunk.ledger_id != self._cur.ledger_id:
+                    self._roll(chunk.ledger_id, out)
+                    out.durable.extend(pending)  # sealing synced them
+                    pending = []
+                    synced_end, synced_count = self._cur.end_offset, 0
+                parts, offsets, end = segment.encode_records(chunk.datas, self._cur.end_offset)
+                segment.writev_all(self._fd, parts)
+                self._cur.offsets.extend(offsets)
+                self._cur.end_offset = end
+                pending.append(ChunkResult(chunk.ledger_id, chunk.first_entry, offsets, end))
+            if self._sync:
+                os.fdatasync(self._fd)
+            out.durable.extend(pending)
+        except OSError as exc:
+            log.error("writer %s: append batch failed: %s", self._folder, exc)
+            out.error = exc
+            self._rollback(synced_end, synced_count)
+        out.current = self._cur.ledger_id
+        out.current_entries = len(self._cur.offsets)
+        out.current_end = self._cur.end_offset
+        return out
+
+    def _rollback(self, synced_end: int, synced_count: int) -> None:
+        """Cut what the failed batch wrote so the segment ends at its last durable record."""
+        try:
+            os.ftruncate(self._fd, synced_end)
+            os.lseek(self._fd, synced_end, os.SEEK_SET)
+        except OSError as exc:  # keep going: a later scan at open cuts the bad tail anyway
+            log.error("writer %s: could not truncate after failure: %s", self._folder, exc)
+        del self._cur.offsets[synced_count:]
+        self._cur.end_offset = synced_end
+
+    def _roll(self, new_ledger_id: int, out: BatchOutcome) -> None:
+        """Seal the current ledger (fdatasync + index file) and open ``new_ledger_id``.
+
+        The new segment is created first: if sealing then fails, it is removed again and
+        the writer stays on the old, still unsealed ledger (nothing half-rolled remains).
+        """
+        fd = segment.create_segment(self._folder, new_ledger_id, self._sync)
+        try:
+            self._seal_current()
+        except OSError:
+            os.close(fd)
+            self._delete_ledger(new_ledger_id)
+            raise
+        out.sealed.append(self._cur)
+        os.close(self._fd)
+        self._fd = fd
+        self._cur = SegmentIndex(new_ledger_id)
+        out.created.append(new_ledger_id)
+        log.info("ledger %s: rolled over to ledger %d", self._folder, new_ledger_id)
+
+    def _seal_current(self) -> None:
+        if self._sync:
+            os.fdatasync(self._fd)
+        sealed = SegmentIndex(self._cur.ledger_id, array("q", self._cur.offsets), self._cur.end_offset)
+        segment.write_index(self._folder, sealed, self._sync)
+        self._cur.sealed_at_ms = sealed.sealed_at_ms
+
+    def _delete_ledger(self, ledger_id: int) -> None:
+        # Segment first: an index without a segment is ignored (and removed) at open.
+        for path in (segment.segment_path(self._folder, ledger_id), segment.index_path(self._folder, ledger_id)):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        log.info("ledger %s: deleted ledger %d", self._folder, ledger_id)
+
+    def _close(self) -> SegmentIndex:
+        try:
+            self._seal_current()
+        finally:
+            os.close(self._fd)
+        return self._cur

@@ -1,0 +1,185 @@
+"""ManagedLedger on real segment files: appends, reads, roll-over, trimming, reopen."""
+import asyncio
+import os
+
+import pytest
+
+from storage import (DataDirLockedError, LedgerClosedError, ManagedLedgerConfig, ManagedLedgerFactory,
+                     Position)
+
+
+async def test_append_read_and_positions(make_factory):
+    f = await make_factory()
+    ml = await f.open("public/default/persistent/t")
+    assert ml.last_confirmed_position == Position(ml.current_ledger_id, -1)
+    assert ml.first_position is None and ml.number_of_entries == 0
+    ps = await asyncio.gather(*[ml.add_entry(b"m%d" % i) for i in range(20)])
+    lid = ml.current_ledger_id
+    assert ps == [Position(lid, i) for i in range(20)]
+    assert ml.last_confirmed_position == Position(lid, 19)
+    assert ml.number_of_entries == 20
+    assert ml.total_size == sum(len(b"m%d" % i) for i in range(20))
+    entries = await ml.read_entries(Position(lid, 5), 3)
+    assert [(e.position, e.data) for e in entries] == [(Position(lid, i), b"m%d" % i) for i in (5, 6, 7)]
+    assert await ml.read_entries(Position(lid, 20), 10) == []
+    assert (await ml.read_entry(Position(lid, 19))).data == b"m19"
+    assert await ml.read_entry(Position(lid, 20)) is None
+
+
+async def test_read_limits_bytes_but_returns_at_least_one(make_factory):
+    f = await make_factory(entry_cache_size_mb=0)  # force reads from disk
+    ml = await f.open("t")
+    await asyncio.gather(*[ml.add_entry(bytes([i]) * 1000) for i in range(10)])
+    lid = ml.current_ledger_id
+    got = await ml.read_entries(Position(lid, 0), 100, max_bytes=2500)
+    assert [e.data[0] for e in got] == [0, 1]
+    got = await ml.read_entries(Position(lid, 3), 100, max_bytes=10)
+    assert len(got) == 1 and got[0].data == bytes([3]) * 1000
+    got = await ml.read_entries(Position(-1, -1), 100)
+    assert len(got) == 10 and got[0].position == Position(lid, 0)
+
+
+async def test_roll_over_by_entries_and_reads_across_ledgers(make_factory):
+    f = await make_factory(max_entries_per_ledger=10)
+    ml = await f.open("t")
+    await ml.open_cursor("keep", "earliest")  # holds every ledger back from trimming
+    first = ml.current_ledger_id
+    ps = [await ml.add_entry(b"%d" % i) for i in range(25)]
+    assert ps[9] == Position(first, 9) and ps[10] == Position(first + 1, 0) and ps[24] == Position(first + 2, 4)
+    assert ml.ledger_ids == [first, first + 1, first + 2]
+    got = await ml.read_entries(Position(first, 8), 5)
+    assert [e.position for e in got] == [Position(first, 8), Position(first, 9), Position(first + 1, 0),
+                                         Position(first + 1, 1), Position(first + 1, 2)]
+    assert ml.next_valid_position(Position(first, 9)) == Position(first + 1, 0)
+    assert ml.next_valid_position(Position(first + 2, 4)) == Position(first + 2, 5)
+    assert ml.count_entries_between(Position(first, 5), Position(first + 2, 1)) == 4 + 10 + 2
+    assert os.path.exists(os.path.join(ml.folder, f"{first:012d}.idx"))  # sealed with an index
+
+
+async def test_roll_over_by_size(make_factory):
+    f = await make_factory(max_size_per_ledger_mb=1)
+    ml = await f.open("t")
+    await ml.open_cursor("keep", "earliest")
+    for _ in range(5):
+        await ml.add_entry(b"x" * (300 * 1024))
+    assert len(ml.ledger_ids) == 2  # 4 x 300 KiB reach 1 MiB, the 5th rolls
+
+
+async def test_trimming_follows_slowest_durable_cursor(make_factory):
+    f = await make_factory(max_entries_per_ledger=5)
+    ml = await f.open("t")
+    c1 = await ml.open_cursor("c1", "earliest")
+    c2 = await ml.open_cursor("c2", "earliest")
+    reader = ml.new_non_durable_cursor(Position(-1, -1))
+    ps = [await ml.add_entry(b"%d" % i) for i in range(23)]
+    assert len(ml.ledger_ids) == 5
+    c1.mark_delete(ps[14])
+    await c1.flush()
+    assert len(ml.ledger_ids) == 5  # c2 still at the start
+    c2.mark_delete(ps[11])
+    await c2.flush()
+    assert ml.first_position == Position(ps[10].ledger_id, 0)  # ledger 0 and 1 gone (wholly <= 2:1? no, <= 1:4)
+    assert ml.number_of_entries == 13
+    # the reader (non-durable) did not hold anything back; its reads skip forward
+    got = await reader.read_entries(3)
+    assert got[0].position == ps[10]
+    await ml.delete_cursor("c2")
+    assert ml.first_position == ps[15]  # now only c1 (md 2:4 = last of its ledger) counts
+
+
+async def test_no_cursors_trims_everything_but_current(make_factory):
+    f = await make_factory(max_entries_per_ledger=3)
+    ml = await f.open("t")
+    for i in range(10):
+        await ml.add_entry(b"x")
+    assert ml.ledger_ids == [ml.current_ledger_id]
+    assert ml.number_of_entries == 1
+
+
+async def test_retention_size_keeps_consumed_ledgers(make_factory):
+    f = await make_factory(max_entries_per_ledger=2, retention_time_minutes=-1, retention_size_mb=1)
+    ml = await f.open("t")
+    c = await ml.open_cursor("c", "earliest")
+    for i in range(10):
+        await ml.add_entry(b"x" * 100)
+    c.clear_backlog()
+    await c.flush()
+    assert ml.number_of_entries == 10  # 1 KB retained < 1 MB quota, time unlimited
+
+
+async def test_reopen_rolls_and_keeps_entries(make_factory, tmp_path):
+    f = await make_factory()
+    ml = await f.open("a/b")
+    c = await ml.open_cursor("sub", "earliest")
+    ps = [await ml.add_entry(b"e%d" % i) for i in range(5)]
+    await f.close()
+    f2 = await make_factory()
+    ml2 = await f2.open("a/b")
+    assert ml2.current_ledger_id == ps[-1].ledger_id + 1
+    assert ml2.last_confirmed_position == ps[-1]
+    assert [e.data for e in await ml2.read_entries(Position(-1, -1), 10)] == [b"e%d" % i for i in range(5)]
+    assert set(ml2.cursors) == {"sub"}
+    assert f2.list_names() == ["a/b"] and f2.exists("a/b") and not f2.exists("a/c")
+    p = await ml2.add_entry(b"new")
+    assert p == Position(ml2.current_ledger_id, 0)
+
+
+async def test_factory_open_same_instance_names_and_delete(make_factory, tmp_path):
+    f = await make_factory()
+    names = ["public/default/persistent/x", "../escape", ".", "a%2Fb", "ü/" + "n" * 300]
+    opened = await asyncio.gather(*[f.open(n) for n in names])
+    assert await f.open(names[0]) is opened[0]
+    assert sorted(f.list_names()) == sorted(names)
+    for ml in opened:  # every folder is inside the data dir
+        assert os.path.dirname(ml.folder) == os.path.join(str(tmp_path / "data"), "ledgers")
+    await f.delete(names[1])
+    assert not f.exists(names[1]) and names[1] not in f.list_names()
+    with pytest.raises(LedgerClosedError):
+        await opened[1].add_entry(b"x")
+
+
+async def test_data_dir_lock_refuses_second_factory(make_factory, tmp_path):
+    await make_factory()
+    other = ManagedLedgerFactory(tmp_path / "data", ManagedLedgerConfig())
+    with pytest.raises(DataDirLockedError, match=str(tmp_path / "data")):
+        await other.start()
+
+
+async def test_closed_ledger_refuses_appends_and_close_flushes(make_factory):
+    f = await make_factory()
+    ml = await f.open("t")
+    await ml.open_cursor("keep", "earliest")
+    pending = [asyncio.ensure_future(ml.add_entry(b"p%d" % i)) for i in range(50)]
+    await asyncio.sleep(0)
+    await ml.close()
+    assert all(t.done() and not t.exception() for t in pending)
+    with pytest.raises(LedgerClosedError):
+        await ml.add_entry(b"late")
+    ml2 = await f.open("t")
+    assert ml2.number_of_entries == 50
+    assert ml2.last_confirmed_position == Position(ml2.current_ledger_id - 1, 49)
+
+
+async def test_entry_listener_and_find_newest_matching(make_factory):
+    f = await make_factory(max_entries_per_ledger=7)
+    ml = await f.open("t")
+    await ml.open_cursor("keep", "earliest")
+    calls = []
+    ml.add_entry_listener(lambda: calls.append(ml.last_confirmed_position))
+    ps = [await ml.add_entry(i.to_bytes(4, "big")) for i in range(30)]
+    assert calls and calls[-1] == ps[-1]
+    found = await ml.find_newest_matching(lambda d: int.from_bytes(d, "big") <= 17)
+    assert found == ps[17]
+    assert await ml.find_newest_matching(lambda d: False) is None
+    assert await ml.find_newest_matching(lambda d: True) == ps[-1]
+
+
+async def test_group_commit_batches_many_appends_per_sync(make_factory):
+    f = await make_factory()
+    ml = await f.open("t")
+    batches = []
+    orig = ml._writer.submit
+    ml._writer.submit = lambda chunks, done: (batches.append(sum(len(c.datas) for c in chunks)), orig(chunks, done))
+    await asyncio.gather(*[ml.add_entry(b"x") for _ in range(2000)])
+    assert sum(batches) == 2000
+    assert len(batches) < 2000 / 10  # many appends share one write + fdatasync
