@@ -3,6 +3,7 @@
     python bench/perf.py --url pulsar://127.0.0.1:6650 [--messages 50000] [--size 1024]
     python bench/perf.py --url A --url B       # compare two brokers side by side in one run
     python bench/perf.py --embedded            # start a minipulsar broker in-process on a temp dir
+    python bench/perf.py --embedded --key-shared 4 --keys 1000   # Key_Shared: 4 consumers, 1000 keys
 
 For each URL and for batching off and on it publishes --messages messages of --size bytes with
 send_async (at most --max-pending in flight), records each publish latency (send_async call to
@@ -72,10 +73,50 @@ def run_consume(consumer: pulsar.Consumer, n: int, size: int) -> dict:
     return {"msg/s": n / elapsed, "MB/s": n * size / elapsed / 1e6}
 
 
+def run_key_shared(client: pulsar.Client, topic: str, args) -> dict:
+    """Publish --messages keyed messages (--keys distinct keys, key-based batching) while
+    --key-shared consumers on one Key_Shared subscription receive and acknowledge them."""
+    consumers = [client.subscribe(topic, "perf-ks", consumer_type=pulsar.ConsumerType.KeyShared,
+                                  consumer_name=f"ks{i}", receiver_queue_size=1000) for i in range(args.key_shared)]
+    received = [0] * len(consumers)
+
+    def drain(index: int, consumer: pulsar.Consumer) -> None:
+        while sum(received) < args.messages:
+            try:
+                msg = consumer.receive(200)
+            except pulsar.Timeout:
+                continue
+            consumer.acknowledge(msg)
+            received[index] += 1
+
+    threads = [threading.Thread(target=drain, args=(i, c), daemon=True) for i, c in enumerate(consumers)]
+    producer = client.create_producer(topic, batching_enabled=True, batching_type=pulsar.BatchingType.KeyBased,
+                                      batching_max_publish_delay_ms=1, block_if_queue_full=True,
+                                      max_pending_messages=args.max_pending)
+    payload = b"x" * args.size
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for i in range(args.messages):
+        producer.send_async(payload, None, partition_key=f"key-{i % args.keys}")
+    producer.flush()
+    for t in threads:
+        t.join(120)
+    elapsed = time.perf_counter() - start
+    for c in consumers:
+        c.close()
+    return {"msg/s": sum(received) / elapsed, "MB/s": sum(received) * args.size / elapsed / 1e6,
+            "per consumer min": min(received), "max": max(received)}
+
+
 def bench_url(url: str, args) -> list[tuple[str, dict]]:
     client = pulsar.Client(url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     rows = []
     try:
+        if args.key_shared:
+            topic = f"persistent://public/default/perf-ks-{uuid.uuid4().hex[:8]}"
+            label = f"Key_Shared {args.key_shared} consumers, {args.keys} keys, end to end"
+            return [(f"{url} {label}", run_key_shared(client, topic, args))]
         for batching in (False, True):
             topic = f"persistent://public/default/perf-{uuid.uuid4().hex[:8]}"
             consumer = client.subscribe(topic, "perf", receiver_queue_size=1000)
@@ -102,6 +143,9 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=50000)
     parser.add_argument("--size", type=int, default=1024, help="payload bytes")
     parser.add_argument("--max-pending", type=int, default=1000)
+    parser.add_argument("--key-shared", type=int, default=0, metavar="N",
+                        help="instead: N Key_Shared consumers receiving while a producer publishes")
+    parser.add_argument("--keys", type=int, default=1000, help="distinct keys in --key-shared mode")
     args = parser.parse_args()
     embedded = start_embedded() if args.embedded or not args.url else None
     urls = args.url + ([embedded.url] if embedded else [])

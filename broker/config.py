@@ -49,6 +49,7 @@ class BrokerConfig:
     default_retention_time_in_minutes: int = 0  # defaultRetentionTimeInMinutes
     default_retention_size_in_mb: int = 0  # defaultRetentionSizeInMB
     managed_ledger_max_unacked_ranges_to_persist: int = 10000  # managedLedgerMaxUnackedRangesToPersist
+    dispatcher_pause_on_ack_state_persistent_enabled: bool = False  # dispatcherPauseOnAckStatePersistentEnabled
     managed_ledger_default_mark_delete_rate_limit: float = 1.0  # managedLedgerDefaultMarkDeleteRateLimit
     managed_ledger_cache_size_mb: int = 64  # managedLedgerCacheSizeMB
     extra: dict[str, str] = field(default_factory=dict)  # unknown keys, kept so they can be reported
@@ -165,6 +166,14 @@ def build_config(*layers: Mapping[str, Any]) -> BrokerConfig:
                 continue
             _apply(config, key, value)
     return config
+
+
+def apply_setting(config: BrokerConfig, key: str, value: Any) -> None:
+    """Set one setting by its Pulsar key (matched loosely); raises ConfigError for unknown keys and bad values."""
+    canonical = _BY_LOWER.get(re.sub(r"[^A-Za-z0-9]", "", key).lower())
+    if canonical is None:
+        raise ConfigError(f"config key {key}: unknown setting")
+    _apply(config, canonical, value)
 
 
 def _apply(config: BrokerConfig, key: str, value: Any) -> None:

@@ -11,11 +11,12 @@ and the ledger factory (releasing the data-dir lock).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 from pathlib import Path
 
-from broker.config import BrokerConfig
+from broker.config import BrokerConfig, apply_setting
 from broker.connection import ServerConnection
 from broker.errors import ServiceNotReadyError, TopicNotFoundError
 from broker.metadata_store import MetadataStore
@@ -177,6 +178,17 @@ class Broker:
             if topic.namespace_name == namespace:
                 names.update(str(topic.partition(i)) for i in range(count))
         return sorted(names)
+
+    def update_config(self, key: str, value) -> None:
+        """Change a dynamic setting while running (dispatcherPauseOnAckStatePersistentEnabled,
+        managedLedgerMaxUnackedRangesToPersist, ...); raises ConfigError naming the key."""
+        apply_setting(self.config, key, value)
+        fresh = self.config.ledger_config()
+        for field in dataclasses.fields(fresh):  # ledgers share this object: they see it at once
+            setattr(self.factory.config, field.name, getattr(fresh, field.name))
+        for topic in self.topics.values():
+            for subscription in topic.subscriptions.values():
+                subscription.ack_state_gate.recheck()
 
     def new_producer_name(self) -> str:
         """Pulsar's generated form: <cluster>-<instance>-<counter>."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Iterable
 
+from broker.dispatchers.ack_state_gate import AckStateGate
 from broker.dispatchers.shared import SharedDispatcher
 from broker.dispatchers.single_active import SingleActiveConsumerDispatcher
 from broker.dispatchers.sticky_key import StickyKeyDispatcher
@@ -50,6 +51,11 @@ class Subscription:
         self.sub_type: int | None = None
         self.dispatcher: Dispatcher | None = None
         self.redelivery_counts: dict[Position, int] = {}
+        self.ack_state_gate = AckStateGate(f"{topic.name}/{name}", cursor, topic.broker.config, self._wake)
+
+    def _wake(self) -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.wake()
 
     def __repr__(self) -> str:
         return f"Subscription({self.topic.name}, {self.name!r})"
@@ -172,6 +178,22 @@ class Subscription:
             self.dispatcher.reset()
         self.redelivery_counts.clear()
         self.cursor.reset_cursor(position)
+        self.ack_state_gate.reset()
+
+    def skip_entries(self, n: int) -> None:
+        """Acknowledge the next n unacknowledged entries (admin 'skip')."""
+        self.cursor.skip_entries(n)
+        self.ack_state_gate.reset()
+        self._wake()
+
+    def clear_backlog(self) -> None:
+        """Acknowledge everything published so far (admin 'clear-backlog')."""
+        self.cursor.clear_backlog()
+        if self.dispatcher is not None:
+            self.dispatcher.reset()
+        self.redelivery_counts.clear()
+        self.ack_state_gate.reset()
+        self._wake()
 
     # ---- stats -----------------------------------------------------------------------------
     @property
@@ -187,6 +209,7 @@ class Subscription:
             "markDeletePosition": str(self.cursor.mark_delete_position),
             "readPosition": str(self.cursor.read_position),
             "nonContiguousDeletedMessagesRanges": self.cursor.individually_deleted_ranges_count,
+            **self.ack_state_gate.stats(),
             "unackedMessages": sum(c.unacked_messages for c in self.consumers),
             "consumers": [{**c.stats(), **self.dispatcher.consumer_stats(c)} for c in self.consumers],
         }
@@ -194,7 +217,8 @@ class Subscription:
             stats.update(self.dispatcher.stats())
         return stats
 
-    async def close(self) -> None:
+    def stop(self) -> None:
+        """Stop dispatching (the topic closes or drops the cursor itself)."""
         if self.dispatcher is not None:
             self.dispatcher.close()
-        await self.cursor.close()
+        self.ack_state_gate.close()

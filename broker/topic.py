@@ -90,8 +90,7 @@ class PersistentTopic:
         subscription = self.subscriptions.pop(name, None)
         if subscription is None:
             raise SubscriptionNotFoundError(f"subscription {name} not found on {self.name}")
-        if subscription.dispatcher is not None:
-            subscription.dispatcher.close()
+        subscription.stop()
         if subscription.durable:
             await self.ledger.delete_cursor(name)
         else:
@@ -107,8 +106,7 @@ class PersistentTopic:
         """Close subscriptions (persisting cursors) and the ledger."""
         self.ledger.remove_entry_listener(self._on_new_entries)
         for subscription in self.subscriptions.values():
-            if subscription.dispatcher is not None:
-                subscription.dispatcher.close()
+            subscription.stop()
         await self.ledger.close()
 
     def stats(self) -> dict:

@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 class Dispatcher:
     """Base dispatcher. consumers: in arrival order. redelivery: RedeliverySet of positions."""
 
+    pauses_on_ack_state = False  # PIP-299 applies to multi-consumer dispatchers only
+
     def __init__(self, subscription: "Subscription", max_read_entries: int, max_read_bytes: int):
         self.subscription = subscription
         self.cursor = subscription.cursor
@@ -84,7 +86,11 @@ class Dispatcher:
             self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
 
     def _has_work(self) -> bool:
-        return bool(self.redelivery) or self.cursor.has_more_entries()
+        return bool(self.redelivery) or (self._may_read_new() and self.cursor.has_more_entries())
+
+    def _may_read_new(self) -> bool:
+        """False while PIP-299 pauses reading new entries (redeliveries still go out)."""
+        return not (self.pauses_on_ack_state and self.subscription.ack_state_gate.blocked)
 
     async def _read_loop(self) -> None:
         try:
@@ -122,6 +128,8 @@ class Dispatcher:
     async def _read(self, limit: int) -> list[Entry]:
         if self.redelivery:
             return await self._read_replay(limit)
+        if not self._may_read_new():
+            return []
         return await self.cursor.read_entries(limit, self.max_read_bytes)
 
     async def _read_replay(self, limit: int) -> list[Entry]:

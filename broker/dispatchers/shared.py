@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 
 class SharedDispatcher(Dispatcher):
+    pauses_on_ack_state = True
+
     def __init__(self, subscription, max_read_entries: int, max_read_bytes: int):
         super().__init__(subscription, max_read_entries, max_read_bytes)
         self._turn = 0

@@ -39,6 +39,8 @@ class StickyKeyDispatcher(Dispatcher):
     look_ahead: stop reading new entries while this many wait for redelivery
     (keySharedLookAheadMsgInReplayThresholdPerSubscription). key_shared_mode: AUTO_SPLIT 0 / STICKY 1."""
 
+    pauses_on_ack_state = True
+
     def __init__(self, subscription, max_read_entries: int, max_read_bytes: int,
                  selector: StickyKeyConsumerSelector, allow_out_of_order: bool, gainers_join: bool,
                  look_ahead: int = 20000, key_shared_mode: int = 0):
@@ -114,7 +116,10 @@ class StickyKeyDispatcher(Dispatcher):
         return self._max_entries_for(permits) if permits > 0 else 0
 
     def _has_work(self) -> bool:
-        return bool(self.redelivery) or (len(self.redelivery) < self.look_ahead and self.cursor.has_more_entries())
+        return bool(self.redelivery) or (self._may_read_new() and self.cursor.has_more_entries())
+
+    def _may_read_new(self) -> bool:
+        return len(self.redelivery) < self.look_ahead and super()._may_read_new()
 
     async def _read(self, limit: int) -> list[Entry]:
         replay = self._replayable(limit)
@@ -122,7 +127,7 @@ class StickyKeyDispatcher(Dispatcher):
             for position in replay:
                 self.redelivery.discard(position)
             return await self._read_positions(replay)
-        if len(self.redelivery) >= self.look_ahead:
+        if not self._may_read_new():
             return []
         return await self.cursor.read_entries(limit, self.max_read_bytes)
 
