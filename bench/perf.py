@@ -2,17 +2,23 @@
 
     python bench/perf.py --url pulsar://127.0.0.1:6650 [--messages 50000] [--size 1024]
     python bench/perf.py --url A --url B       # compare two brokers side by side in one run
-    python bench/perf.py --embedded            # start a minipulsar broker in-process on a temp dir
+    python bench/perf.py --embedded            # also start a minipulsar broker process on a temp dir
     python bench/perf.py --embedded --key-shared 4 --keys 1000   # Key_Shared: 4 consumers, 1000 keys
+    python bench/perf.py --embedded --client bundled             # the bundled asyncio client instead
 
 For each URL and for batching off and on it publishes --messages messages of --size bytes with
-send_async (at most --max-pending in flight), records each publish latency (send_async call to
-its callback), then consumes them all on an Exclusive subscription created before publishing.
-Prints msg/s, MB/s and publish latency p50/p99/p99.9 in ms. Uses the official pulsar client.
+send_async (at most --max-pending in flight), records the publish latency (send_async call to its
+callback) of every 20th message, then consumes them all on an Exclusive subscription created
+before publishing.
+Prints msg/s, MB/s and publish latency p50/p99/p99.9 in ms, with the official pulsar client
+(or, with --client bundled, msg/s and MB/s of the bundled client from bench/perf_bundled.py).
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
+import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -23,6 +29,9 @@ from pathlib import Path
 import pulsar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+LATENCY_SAMPLE_EVERY = 20
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -36,22 +45,26 @@ def run_produce(client: pulsar.Client, topic: str, n: int, size: int, batching: 
         max_pending_messages=max_pending, block_if_queue_full=True)
     payload = b"x" * size
     latencies: list[float] = []
-    done = threading.Semaphore(0)
     errors = []
+    done = threading.Event()
 
-    def callback(result, _msg_id, started=None):
+    def callback(result, _msg_id, started, last):
+        # Python callbacks cost the C++ client's I/O thread the GIL: only every Nth message has one.
         latencies.append(time.perf_counter() - started)
         if result != pulsar.Result.Ok:
             errors.append(result)
-        done.release()
+        if last:
+            done.set()
 
     start = time.perf_counter()
-    for _ in range(n):
-        t0 = time.perf_counter()
-        producer.send_async(payload, lambda r, m, t0=t0: callback(r, m, t0))
+    for i in range(n):
+        if i % LATENCY_SAMPLE_EVERY == 0 or i == n - 1:
+            t0 = time.perf_counter()
+            producer.send_async(payload, lambda r, m, t0=t0, last=(i == n - 1): callback(r, m, t0, last))
+        else:
+            producer.send_async(payload, None)
     producer.flush()
-    for _ in range(n):
-        done.acquire()
+    done.wait(60)
     elapsed = time.perf_counter() - start
     producer.close()
     if errors:
@@ -109,7 +122,23 @@ def run_key_shared(client: pulsar.Client, topic: str, args) -> dict:
             "per consumer min": min(received), "max": max(received)}
 
 
+def bench_bundled(url: str, args) -> list[tuple[str, dict]]:
+    import perf_bundled
+
+    rows = []
+    for batching in (False, True):
+        topic = f"persistent://public/default/perf-{uuid.uuid4().hex[:8]}"
+        label = "batching on " if batching else "batching off"
+        produced = asyncio.run(perf_bundled.produce(url, topic, args.messages, args.size, batching))
+        consumed = asyncio.run(perf_bundled.consume(url, topic, args.messages))
+        for name, row in ((f"produce {label}", produced), (f"consume {label}", consumed)):
+            rows.append((f"{url} bundled {name}", {"msg/s": row["msg_per_s"], "MB/s": row["mb_per_s"]}))
+    return rows
+
+
 def bench_url(url: str, args) -> list[tuple[str, dict]]:
+    if args.client == "bundled":
+        return bench_bundled(url, args)
     client = pulsar.Client(url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     rows = []
     try:
@@ -129,26 +158,39 @@ def bench_url(url: str, args) -> list[tuple[str, dict]]:
     return rows
 
 
-def start_embedded():
-    from tests.conftest import BrokerThread
-
-    broker = BrokerThread(Path(tempfile.mkdtemp(prefix="perf-")))
-    return broker.start()
+def start_broker_process() -> tuple[subprocess.Popen, str]:
+    """`python -m broker broker` on a free loopback port with a temporary data dir."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    data = tempfile.mkdtemp(prefix="perf-")
+    proc = subprocess.Popen([sys.executable, "-m", "broker", "broker", "--data-dir", data, "--broker-service-port",
+                             str(port), "--bind-address", "127.0.0.1", "--log-level", "WARNING"],
+                            cwd=Path(__file__).resolve().parent.parent)
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return proc, f"pulsar://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("broker did not start")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", action="append", default=[], help="broker service URL; repeat to compare")
-    parser.add_argument("--embedded", action="store_true", help="also start an in-process minipulsar broker")
+    parser.add_argument("--embedded", action="store_true", help="also start a minipulsar broker process")
+    parser.add_argument("--client", choices=("official", "bundled"), default="official")
     parser.add_argument("--messages", type=int, default=50000)
     parser.add_argument("--size", type=int, default=1024, help="payload bytes")
-    parser.add_argument("--max-pending", type=int, default=1000)
+    parser.add_argument("--max-pending", type=int, default=5000)
     parser.add_argument("--key-shared", type=int, default=0, metavar="N",
                         help="instead: N Key_Shared consumers receiving while a producer publishes")
     parser.add_argument("--keys", type=int, default=1000, help="distinct keys in --key-shared mode")
     args = parser.parse_args()
-    embedded = start_embedded() if args.embedded or not args.url else None
-    urls = args.url + ([embedded.url] if embedded else [])
+    embedded, url = start_broker_process() if args.embedded or not args.url else (None, None)
+    urls = args.url + ([url] if url else [])
     print(f"command: {' '.join(sys.argv)}")
     print(f"{args.messages} messages of {args.size} B")
     try:
@@ -158,7 +200,8 @@ def main() -> None:
                 print(f"{name:60s} {figures}")
     finally:
         if embedded:
-            embedded.stop()
+            embedded.terminate()
+            embedded.wait(10)
 
 
 if __name__ == "__main__":
