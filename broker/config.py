@@ -52,6 +52,16 @@ class BrokerConfig:
     dispatcher_pause_on_ack_state_persistent_enabled: bool = False  # dispatcherPauseOnAckStatePersistentEnabled
     managed_ledger_default_mark_delete_rate_limit: float = 1.0  # managedLedgerDefaultMarkDeleteRateLimit
     managed_ledger_cache_size_mb: int = 64  # managedLedgerCacheSizeMB
+    # ---- application features (issue 7) ----
+    extra_namespaces: str = ""  # minipulsar's own until the admin API: "tenant/ns,tenant2/ns2" that exist besides public/default
+    delayed_delivery_enabled: bool = True  # delayedDeliveryEnabled
+    delayed_delivery_tick_time_millis: int = 1000  # delayedDeliveryTickTimeMillis
+    broker_deduplication_enabled: bool = False  # brokerDeduplicationEnabled
+    broker_deduplication_entries_interval: int = 1000  # brokerDeduplicationEntriesInterval (entries between snapshots)
+    acknowledgment_at_batch_index_level_enabled: bool = False  # acknowledgmentAtBatchIndexLevelEnabled
+    advertised_listeners: str = ""  # advertisedListeners: "name:pulsar://host:port,other:pulsar://host:port"
+    internal_listener_name: str = ""  # internalListenerName (default: the first advertised listener)
+    schema_compatibility_strategy: str = "FULL"  # schemaCompatibilityStrategy
     extra: dict[str, str] = field(default_factory=dict)  # unknown keys, kept so they can be reported
 
     def ledger_config(self) -> ManagedLedgerConfig:
@@ -104,6 +114,11 @@ _VALIDATORS = {
     "keepAliveIntervalSeconds": lambda v: v >= 1,
     "subscriptionKeySharedConsistentHashingReplicaPoints": lambda v: v >= 1,
     "keySharedLookAheadMsgInReplayThresholdPerSubscription": lambda v: v >= 1,
+    "delayedDeliveryTickTimeMillis": lambda v: v >= 1,
+    "brokerDeduplicationEntriesInterval": lambda v: v >= 1,
+    "schemaCompatibilityStrategy": lambda v: v in (
+        "ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE", "BACKWARD", "FORWARD", "FULL",
+        "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE"),
 }
 
 

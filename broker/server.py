@@ -20,6 +20,7 @@ from broker.config import BrokerConfig, apply_setting
 from broker.connection import ServerConnection
 from broker.errors import ServiceNotReadyError, TopicNotFoundError
 from broker.metadata_store import MetadataStore
+from broker.namespaces import Namespaces
 from broker.topic import PersistentTopic
 from broker.topic_name import TopicName
 from storage import ManagedLedgerFactory
@@ -37,6 +38,7 @@ class Broker:
         self.factory = ManagedLedgerFactory(Path(config.data_dir) / "ledgers", config.ledger_config())
         self.metadata = MetadataStore(Path(config.data_dir) / "metadata" / "partitioned-topics.json")
         self.topics: dict[str, PersistentTopic] = {}
+        self.namespaces = Namespaces(config.extra_namespaces, self._topic_namespaces)
         self.connections: set[ServerConnection] = set()
         self._topic_locks: dict[str, asyncio.Lock] = {}
         self._server: asyncio.base_events.Server | None = None
@@ -139,6 +141,8 @@ class Broker:
         if name.domain != "persistent":
             raise TopicNotFoundError(f"non-persistent topics are not supported: {name}")
         exists = self.factory.exists(name.storage_name)
+        if not exists:
+            self.namespaces.check(name)
         if not exists and not (create and self.config.allow_auto_topic_creation):
             raise TopicNotFoundError(f"Topic {name} does not exist")
         ledger = await self.factory.open(name.storage_name)
@@ -158,6 +162,7 @@ class Broker:
             return partitioned[str(name)]
         if self.factory.exists(name.storage_name):
             return 0
+        self.namespaces.check(name)
         config = self.config
         if config.allow_auto_topic_creation and config.allow_auto_topic_creation_type == "partitioned":
             partitioned[str(name)] = config.default_num_partitions
@@ -178,6 +183,15 @@ class Broker:
             if topic.namespace_name == namespace:
                 names.update(str(topic.partition(i)) for i in range(count))
         return sorted(names)
+
+    def _topic_namespaces(self) -> set[str]:
+        """'tenant/ns' of every topic on disk or in the partitioned-topic metadata."""
+        found = set()
+        for storage_name in self.factory.list_names():
+            found.add(TopicName.from_storage_name(storage_name).namespace_name)
+        for full_name in self.metadata.data.get("partitioned", {}):
+            found.add(TopicName.parse(full_name).namespace_name)
+        return found
 
     def update_config(self, key: str, value) -> None:
         """Change a dynamic setting while running (dispatcherPauseOnAckStatePersistentEnabled,
