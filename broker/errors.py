@@ -30,6 +30,14 @@ class ProducerBusyError(BrokerError):
     server_error = api.ProducerBusy
 
 
+class ProducerFencedError(BrokerError):
+    server_error = api.ProducerFenced
+
+
+class IncompatibleSchemaError(BrokerError):
+    server_error = api.IncompatibleSchema
+
+
 class ConsumerAssignError(BrokerError):
     server_error = api.ConsumerAssignError
 

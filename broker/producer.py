@@ -55,6 +55,12 @@ class Producer:
         self.user_provided_name = user_provided_name
         self.metadata = metadata or {}
         self.is_remote = False
+        # PIP-68: the topic_epoch the client sent (a reconnect), and the one the broker answered.
+        self.requested_topic_epoch: int | None = None
+        self.topic_epoch: int | None = None
+        self.ready = True  # False while a WaitForExclusive producer is queued
+        self.last_sequence_id = -1  # PRODUCER_SUCCESS.last_sequence_id (deduplication)
+        self.schema_version: bytes | None = None  # PRODUCER_SUCCESS.schema_version
         self.closed = False
         self.connected_since = time.time()
         self.msg_in = 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from broker.access_modes import ProducerAccess
 from broker.errors import PersistenceFailedError, ProducerBusyError, SubscriptionNotFoundError
 from broker.subscription import Subscription
 from broker.topic_name import TopicName
@@ -33,6 +34,7 @@ class PersistentTopic:
         self.producers: dict[str, Producer] = {}
         self.subscriptions: dict[str, Subscription] = {}
         self.partition_index = name.partition_index
+        self.access = ProducerAccess(self)  # producer access modes and the topic epoch
         ledger.add_entry_listener(self._on_new_entries)
         for cursor_name, cursor in ledger.cursors.items():
             if not cursor_name.startswith(broker.replicator_prefix + "."):
@@ -57,6 +59,7 @@ class PersistentTopic:
     def remove_producer(self, producer: "Producer") -> None:
         if self.producers.get(producer.name) is producer:
             del self.producers[producer.name]
+        self.access.removed(producer)
 
     async def publish(self, data: bytes) -> Position:
         """Append one entry; returns its position once durable; raises PersistenceFailedError."""

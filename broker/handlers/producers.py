@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from broker.errors import NotAllowedError
+from broker.access_modes import MODE_NAMES
 from broker.producer import PendingPublish, Producer
 from broker.topic_name import TopicName
 from proto import PulsarApi_pb2 as api
@@ -32,8 +32,6 @@ async def handle_producer(conn: "ServerConnection", frame: Frame) -> None:
         # A retried PRODUCER for a producer that already exists on this connection: same answer.
         _send_producer_success(conn, request.request_id, existing)
         return
-    if request.producer_access_mode != api.Shared:
-        raise NotAllowedError(f"producer access mode {api.ProducerAccessMode.Name(request.producer_access_mode)} is not supported yet")
     broker = conn.broker
     topic = await broker.get_topic(TopicName.parse(request.topic), create=True)
     name = request.producer_name if request.HasField("producer_name") and request.producer_name else broker.new_producer_name()
@@ -43,18 +41,43 @@ async def handle_producer(conn: "ServerConnection", frame: Frame) -> None:
         metadata={kv.key: kv.value for kv in request.metadata},
     )
     producer.is_remote = name.startswith(broker.replicator_prefix + ".")
+    if request.HasField("topic_epoch"):
+        producer.requested_topic_epoch = request.topic_epoch
     if conn.closed:
         return
-    topic.add_producer(producer)
-    conn.producers[request.producer_id] = producer
+    if name in topic.producers:
+        topic.add_producer(producer)  # raises ProducerBusy before the access mode takes the topic
+    conn.producers[request.producer_id] = producer  # a queued producer can be closed by its client
+    try:
+        producer.ready = False
+        producer.topic_epoch = await topic.access.admit(
+            producer, lambda: _send_producer_success(conn, request.request_id, producer))
+        if producer.closed or conn.closed:
+            topic.access.removed(producer)  # it left while the epoch was being written
+            return
+        topic.add_producer(producer)
+    except BaseException:
+        if conn.producers.get(request.producer_id) is producer:
+            del conn.producers[request.producer_id]
+        topic.access.removed(producer)
+        raise
+    producer.ready = True
     _send_producer_success(conn, request.request_id, producer)
-    log.info("%s: producer %s on %s", conn.peer_address, name, topic.name)
+    log.info("%s: producer %s on %s (%s, topic epoch %s)", conn.peer_address, name, topic.name,
+             MODE_NAMES.get(producer.access_mode, producer.access_mode), producer.topic_epoch)
 
 
 def _send_producer_success(conn: "ServerConnection", request_id: int, producer: Producer) -> None:
-    # last_sequence_id -1: without deduplication the client numbers its messages from 0.
-    conn.send(api.BaseCommand(type=Type.PRODUCER_SUCCESS, producer_success=api.CommandProducerSuccess(
-        request_id=request_id, producer_name=producer.name, last_sequence_id=-1, producer_ready=True)))
+    """PRODUCER_SUCCESS; producer_ready=false while a WaitForExclusive producer is queued.
+    last_sequence_id -1 (no deduplication) makes the client number its messages from 0."""
+    success = api.CommandProducerSuccess(
+        request_id=request_id, producer_name=producer.name, last_sequence_id=producer.last_sequence_id,
+        producer_ready=producer.ready)
+    if producer.topic_epoch is not None and producer.ready:
+        success.topic_epoch = producer.topic_epoch
+    if producer.schema_version:
+        success.schema_version = producer.schema_version
+    conn.send(api.BaseCommand(type=Type.PRODUCER_SUCCESS, producer_success=success))
 
 
 def handle_send(conn: "ServerConnection", frame: Frame) -> None:
