@@ -56,6 +56,7 @@ class BrokerConfig:
     extra_namespaces: str = ""  # minipulsar's own until the admin API: "tenant/ns,tenant2/ns2" that exist besides public/default
     delayed_delivery_enabled: bool = True  # delayedDeliveryEnabled
     delayed_delivery_tick_time_millis: int = 1000  # delayedDeliveryTickTimeMillis
+    is_delayed_delivery_deliver_at_time_strict: bool = False  # isDelayedDeliveryDeliverAtTimeStrict
     broker_deduplication_enabled: bool = False  # brokerDeduplicationEnabled
     broker_deduplication_entries_interval: int = 1000  # brokerDeduplicationEntriesInterval (entries between snapshots)
     acknowledgment_at_batch_index_level_enabled: bool = False  # acknowledgmentAtBatchIndexLevelEnabled

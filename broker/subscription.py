@@ -95,6 +95,10 @@ class Subscription:
     def _replace_dispatcher(self, first: "Consumer") -> None:
         """A dispatcher for first's settings; what the old one had in flight is read again."""
         dispatcher = self._new_dispatcher(first)
+        config = self.topic.broker.config
+        if config.delayed_delivery_enabled and first.sub_type in (SubType.Shared, SubType.Key_Shared):
+            dispatcher.enable_delayed_delivery(config.delayed_delivery_tick_time_millis,
+                                               config.is_delayed_delivery_deliver_at_time_strict)
         if self.dispatcher is not None:
             self.dispatcher.close()
             self.cursor.rewind()

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Iterable
 
+from broker.delayed_delivery import DelayedDeliveryTracker
 from broker.dispatchers.redelivery import RedeliverySet
 from broker.entry_info import EntryInfo, entry_info
 from storage import Entry, Position, StorageError
@@ -41,6 +42,19 @@ class Dispatcher:
         self._wanted = False  # a wake-up arrived while a read was running
         self._avg_messages_per_entry = 1.0
         self.closed = False
+        self.delayed: DelayedDeliveryTracker | None = None  # Shared / Key_Shared with delayedDeliveryEnabled
+
+    def enable_delayed_delivery(self, tick_ms: int, strict: bool) -> None:
+        """Park entries whose deliver_at_time is in the future until they are due (broker/delayed_delivery.py)."""
+        self.delayed = DelayedDeliveryTracker(self._delayed_due, tick_ms, strict)
+
+    def _delayed_due(self, items: list[tuple[Position, int]]) -> None:
+        self.redelivery.update(items)
+        self.wake()
+
+    def _redelivery_hash(self, info: EntryInfo) -> int:
+        """The hash an entry is kept under in the redelivery set (sticky-key dispatchers override)."""
+        return 0
 
     # ---- consumers -------------------------------------------------------------------------
     def add_consumer(self, consumer: "Consumer") -> None:
@@ -66,11 +80,15 @@ class Dispatcher:
         """Forget everything in flight (after a seek or cursor reset); reads started before are dropped."""
         self._generation += 1
         self.redelivery.clear()
+        if self.delayed is not None:
+            self.delayed.clear()
         for consumer in self.consumers:
             consumer.pending_acks.clear()
 
     def close(self) -> None:
         self.closed = True
+        if self.delayed is not None:
+            self.delayed.close()
         if self._read_task is not None:
             self._read_task.cancel()
 
@@ -154,6 +172,8 @@ class Dispatcher:
             if info.is_marker:
                 self.subscription.on_marker(entry, info)
                 continue
+            if self.delayed is not None and self.delayed.should_delay(entry, info, self._redelivery_hash(info)):
+                continue
             infos.append((entry, info))
         if infos:
             total = sum(info.num_messages for _, info in infos)
@@ -184,4 +204,7 @@ class Dispatcher:
         raise NotImplementedError
 
     def stats(self) -> dict:
-        return {"msgInReplay": len(self.redelivery)}
+        stats = {"msgInReplay": len(self.redelivery)}
+        if self.delayed is not None:
+            stats["msgDelayed"] = len(self.delayed)
+        return stats

@@ -151,6 +151,9 @@ class StickyKeyDispatcher(Dispatcher):
         return chosen
 
     # ---- dispatching -----------------------------------------------------------------------
+    def _redelivery_hash(self, info: EntryInfo) -> int:
+        return self.selector.slot(murmur3_31(sticky_key(info.metadata)))
+
     def _allowed(self, consumer: "Consumer", position: Position, key_hash: int) -> bool:
         """Rules 3 and 4 of the module docstring (rules 1 and 2 are checked by the callers)."""
         if self.allow_out_of_order:
