@@ -85,7 +85,7 @@ class Producer:
         """Append data to the topic; on_complete(publish) runs for each publish in send order."""
         pending = PendingPublish(sequence_id, highest_sequence_id, num_messages, len(data))
         self._pending.append(pending)
-        task = asyncio.ensure_future(self.topic.publish(data))
+        task = asyncio.ensure_future(self.topic.publish(data, self.name, sequence_id, highest_sequence_id))
         task.add_done_callback(lambda t: self._completed(pending, t, on_complete))
 
     def _completed(self, pending: PendingPublish, task: asyncio.Future, on_complete) -> None:

@@ -147,6 +147,7 @@ class Broker:
             raise TopicNotFoundError(f"Topic {name} does not exist")
         ledger = await self.factory.open(name.storage_name)
         topic = PersistentTopic(self, name, ledger)
+        await topic.initialize()
         self.topics[str(name)] = topic
         if not exists:
             log.info("created topic %s", name)

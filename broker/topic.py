@@ -10,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.access_modes import ProducerAccess
+from broker.deduplication import CURSOR_NAME as DEDUP_CURSOR_NAME, MessageDeduplication
 from broker.errors import PersistenceFailedError, ProducerBusyError, SubscriptionNotFoundError
 from broker.subscription import Subscription
 from broker.topic_name import TopicName
@@ -35,13 +36,24 @@ class PersistentTopic:
         self.subscriptions: dict[str, Subscription] = {}
         self.partition_index = name.partition_index
         self.access = ProducerAccess(self)  # producer access modes and the topic epoch
+        self.deduplication: MessageDeduplication | None = None  # set by initialize() when enabled
         ledger.add_entry_listener(self._on_new_entries)
         for cursor_name, cursor in ledger.cursors.items():
-            if not cursor_name.startswith(broker.replicator_prefix + "."):
+            if not cursor_name.startswith(broker.replicator_prefix + ".") and cursor_name != DEDUP_CURSOR_NAME:
                 self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor, durable=True)
 
     def __repr__(self) -> str:
         return f"PersistentTopic({self.name})"
+
+    async def initialize(self) -> None:
+        """Recover state kept beside the ledger before the topic serves anyone (deduplication)."""
+        config = self.broker.config
+        if config.broker_deduplication_enabled:
+            dedup = MessageDeduplication(self.ledger, config.broker_deduplication_entries_interval)
+            await dedup.load()
+            self.deduplication = dedup
+        else:
+            await MessageDeduplication.remove(self.ledger)
 
     def _on_new_entries(self) -> None:
         for subscription in list(self.subscriptions.values()):
@@ -61,8 +73,16 @@ class PersistentTopic:
             del self.producers[producer.name]
         self.access.removed(producer)
 
-    async def publish(self, data: bytes) -> Position:
-        """Append one entry; returns its position once durable; raises PersistenceFailedError."""
+    async def publish(self, data: bytes, producer_name: str | None = None, sequence_id: int = 0,
+                      highest_sequence_id: int = 0) -> Position:
+        """Append one entry; returns its position once durable; raises PersistenceFailedError.
+        With deduplication on and a producer name given, a duplicate is not appended and the
+        position is the original's, or (-1, -1) when unknown (broker/deduplication.py)."""
+        if self.deduplication is not None and producer_name is not None:
+            return await self.deduplication.publish(producer_name, sequence_id, highest_sequence_id, data, self._append)
+        return await self._append(data)
+
+    async def _append(self, data: bytes) -> Position:
         try:
             return await self.ledger.add_entry(data)
         except PersistenceError as exc:
@@ -108,6 +128,8 @@ class PersistentTopic:
     async def close(self) -> None:
         """Close subscriptions (persisting cursors) and the ledger."""
         self.ledger.remove_entry_listener(self._on_new_entries)
+        if self.deduplication is not None:
+            self.deduplication.take_snapshot()
         for subscription in self.subscriptions.values():
             subscription.stop()
         await self.ledger.close()

@@ -6,6 +6,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.consumer import Consumer
+from broker.deduplication import CURSOR_NAME as DEDUP_CURSOR_NAME
 from broker.entry_info import entry_info, publish_time_of
 from broker.errors import ConsumerBusyError, NotAllowedError
 from broker.message_id import INT64_MAX, position_of, set_message_id
@@ -42,7 +43,7 @@ async def handle_subscribe(conn: "ServerConnection", frame: Frame) -> None:
     broker = conn.broker
     if not request.subscription:
         raise NotAllowedError("empty subscription name")
-    if request.subscription.startswith(broker.replicator_prefix + "."):
+    if request.subscription.startswith(broker.replicator_prefix + ".") or request.subscription == DEDUP_CURSOR_NAME:
         raise NotAllowedError(f"Subscription with reserved subscription name attempted: {request.subscription}")
     topic = await broker.get_topic(TopicName.parse(request.topic), create=request.force_topic_creation)
     initial = "earliest" if request.initialPosition == api.CommandSubscribe.Earliest else "latest"

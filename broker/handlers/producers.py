@@ -11,6 +11,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.access_modes import MODE_NAMES
+from broker.message_id import set_message_id
 from broker.producer import PendingPublish, Producer
 from broker.topic_name import TopicName
 from proto import PulsarApi_pb2 as api
@@ -41,6 +42,8 @@ async def handle_producer(conn: "ServerConnection", frame: Frame) -> None:
         metadata={kv.key: kv.value for kv in request.metadata},
     )
     producer.is_remote = name.startswith(broker.replicator_prefix + ".")
+    if topic.deduplication is not None:
+        producer.last_sequence_id = topic.deduplication.last_sequence_id(name)
     if request.HasField("topic_epoch"):
         producer.requested_topic_epoch = request.topic_epoch
     if conn.closed:
@@ -112,7 +115,7 @@ def _on_published(conn: "ServerConnection", producer: Producer, pending: Pending
     receipt = api.CommandSendReceipt(producer_id=producer.producer_id, sequence_id=pending.sequence_id)
     if pending.highest_sequence_id:
         receipt.highest_sequence_id = pending.highest_sequence_id
-    receipt.message_id.ledgerId, receipt.message_id.entryId = pending.position
+    set_message_id(receipt.message_id, pending.position)  # (-1, -1) for a duplicate of unknown position
     conn.send(api.BaseCommand(type=Type.SEND_RECEIPT, send_receipt=receipt))
 
 
