@@ -175,8 +175,10 @@ class ServerConnection(asyncio.Protocol):
     def send_success(self, request_id: int) -> None:
         self.send(api.BaseCommand(type=Type.SUCCESS, success=api.CommandSuccess(request_id=request_id)))
 
-    def send_message(self, consumer: "Consumer", entry: Entry, redelivery_count: int) -> None:
-        """MESSAGE = command + the stored entry bytes, unchanged."""
+    def send_message(self, consumer: "Consumer", entry: Entry, redelivery_count: int,
+                     ack_set: list[int] | None = None) -> None:
+        """MESSAGE = command + the stored entry bytes, unchanged; ack_set: the batch indexes still
+        unacknowledged (set bits) of a partly acknowledged batch, as signed int64 words."""
         message = api.CommandMessage(consumer_id=consumer.consumer_id)
         message_id = message.message_id
         message_id.ledgerId, message_id.entryId = entry.position
@@ -187,6 +189,8 @@ class ServerConnection(asyncio.Protocol):
             message.redelivery_count = redelivery_count
         if consumer.epoch is not None:
             message.consumer_epoch = consumer.epoch
+        if ack_set:
+            message.ack_set.extend(ack_set)
         command = api.BaseCommand(type=Type.MESSAGE, message=message)
         if not self.closed and self.transport is not None:
             self.transport.write(encode_payload_command(command, entry.data))

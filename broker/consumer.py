@@ -79,9 +79,15 @@ class Consumer:
     def send_entries(self, entries: Iterable[tuple[Entry, int, int]], redelivery_counts: dict[Position, int]) -> None:
         """Write a MESSAGE per (entry, message count, sticky key hash); charge permits; keep them
         as pending acks until acknowledged or given back."""
+        batch_acks = self.subscription.batch_acks
         for entry, num_messages, key_hash in entries:
             count = redelivery_counts.get(entry.position, 0)
-            self.connection.send_message(self, entry, count)
+            ack_set = batch_acks.ack_set(entry.position) if batch_acks else None
+            if ack_set is not None:  # only the unacknowledged indexes of a partly acked batch go out
+                num_messages = batch_acks.unacked_count(entry.position, num_messages)
+                self.connection.send_message(self, entry, count, ack_set=ack_set)
+            else:
+                self.connection.send_message(self, entry, count)
             self.pending_acks[entry.position] = (num_messages, key_hash)
             self.pending_hashes[key_hash] += 1
             self.permits -= num_messages

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Iterable
 
+from broker.batch_acks import BatchAckSets
 from broker.dispatchers.ack_state_gate import AckStateGate
 from broker.dispatchers.shared import SharedDispatcher
 from broker.dispatchers.single_active import SingleActiveConsumerDispatcher
@@ -51,6 +52,7 @@ class Subscription:
         self.sub_type: int | None = None
         self.dispatcher: Dispatcher | None = None
         self.redelivery_counts: dict[Position, int] = {}
+        self.batch_acks = BatchAckSets()  # partly acked batches (acknowledgmentAtBatchIndexLevelEnabled)
         self.ack_state_gate = AckStateGate(f"{topic.name}/{name}", cursor, topic.broker.config, self._wake)
 
     def _wake(self) -> None:
@@ -140,6 +142,8 @@ class Subscription:
     def acknowledge(self, consumer: "Consumer", positions: list[Position]) -> None:
         """Individual acks; positions unknown to the cursor (already acked, trimmed) are harmless."""
         self.cursor.delete(positions)
+        if self.batch_acks:
+            self.batch_acks.discard(positions)
         for other in self.consumers:
             other.remove_pending(positions)
         self._forget(positions)
@@ -151,6 +155,8 @@ class Subscription:
         if self.sub_type not in (SubType.Exclusive, SubType.Failover):
             raise NotAllowedError("Cumulative acknowledgement is not allowed on this subscription type")
         self.cursor.mark_delete(position)
+        if self.batch_acks:
+            self.batch_acks.discard_up_to(position)
         consumer.remove_pending_up_to(position)
         if self.redelivery_counts:
             self._forget([p for p in self.redelivery_counts if p <= position])
@@ -181,6 +187,7 @@ class Subscription:
         if self.dispatcher is not None:
             self.dispatcher.reset()
         self.redelivery_counts.clear()
+        self.batch_acks.clear()
         self.cursor.reset_cursor(position)
         self.ack_state_gate.reset()
 

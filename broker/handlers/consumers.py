@@ -100,8 +100,11 @@ def handle_ack(conn: "ServerConnection", frame: Frame) -> None:
         if ack.HasField("validation_error"):
             log.warning("%s: %s discarded a message: %s", conn.peer_address, consumer,
                         api.CommandAck.ValidationError.Name(ack.validation_error))
-        positions = [position_of(m) for m in ack.message_id if _fully_acked(m)]
         subscription = consumer.subscription
+        if conn.broker.config.acknowledgment_at_batch_index_level_enabled:
+            positions = _batch_index_acks(subscription, ack)
+        else:
+            positions = [position_of(m) for m in ack.message_id if _fully_acked(m)]
         if ack.ack_type == api.CommandAck.Cumulative:
             if positions:
                 subscription.acknowledge_cumulative(consumer, positions[-1])
@@ -110,6 +113,25 @@ def handle_ack(conn: "ServerConnection", frame: Frame) -> None:
     if ack.HasField("request_id"):
         conn.send(api.BaseCommand(type=Type.ACK_RESPONSE, ackResponse=api.CommandAckResponse(
             consumer_id=ack.consumer_id, request_id=ack.request_id)))
+
+
+def _batch_index_acks(subscription, ack: api.CommandAck) -> list:
+    """acknowledgmentAtBatchIndexLevelEnabled: keep partial ack_sets per entry (broker/batch_acks.py);
+    returns the positions now fully acknowledged. A cumulative ack inside a batch acknowledges the
+    entries before it and keeps the batch's partial set, as Pulsar does."""
+    positions = []
+    for message_id in ack.message_id:
+        position = position_of(message_id)
+        if _fully_acked(message_id):
+            positions.append(position)
+            continue
+        if subscription.batch_acks.record(position, message_id.ack_set):
+            positions.append(position)
+        elif ack.ack_type == api.CommandAck.Cumulative:
+            previous = subscription.topic.ledger.previous_position(position)
+            if previous > subscription.cursor.mark_delete_position:
+                positions.append(previous)
+    return positions
 
 
 def handle_redeliver(conn: "ServerConnection", frame: Frame) -> None:

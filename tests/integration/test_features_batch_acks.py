@@ -1,0 +1,108 @@
+"""Batch-index acknowledgement and last-message-id answers with the official client (issue 7, item 5).
+
+With acknowledgmentAtBatchIndexLevelEnabled, a consumer that acknowledged some messages of a batch
+and went away leaves only the others: the next consumer gets the entry with MESSAGE.ack_set and
+the client skips the acknowledged indexes. Without it (Pulsar's default) the whole batch comes back.
+GET_LAST_MESSAGE_ID answers so that readers on empty topics, has_message_available() after seeks
+and the official TableView work.
+"""
+from __future__ import annotations
+
+import time
+
+import pulsar
+import pytest
+
+
+def _batch_of_ten(client, topic):
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=10,
+                                      batching_max_publish_delay_ms=1000)
+    for i in range(10):
+        producer.send_async(f"m{i}".encode(), None)
+    producer.flush()
+    return producer
+
+
+def _receive_all(consumer, timeout_ms: int = 1000) -> list:
+    got = []
+    while True:
+        try:
+            got.append(consumer.receive(timeout_ms))
+        except pulsar.Timeout:
+            return got
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_reconnecting_consumer_gets_only_unacked_indexes(broker_factory, topic, enabled):
+    broker = broker_factory(acknowledgmentAtBatchIndexLevelEnabled=str(enabled).lower())
+    client = pulsar.Client(broker.url, operation_timeout_seconds=10)
+    try:
+        consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared,
+                                    batch_index_ack_enabled=True)
+        _batch_of_ten(client, topic)
+        messages = _receive_all(consumer)
+        assert [m.data() for m in messages] == [f"m{i}".encode() for i in range(10)]
+        assert len({(m.message_id().ledger_id(), m.message_id().entry_id()) for m in messages}) == 1  # one entry
+        for message in messages[::2]:
+            consumer.acknowledge(message)
+        time.sleep(0.5)  # the client groups acks for 100 ms
+        consumer.close()
+        again = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared,
+                                 batch_index_ack_enabled=True)
+        data = [m.data() for m in _receive_all(again)]
+        if enabled:
+            assert data == [f"m{i}".encode() for i in range(1, 10, 2)]
+        else:
+            assert data == [f"m{i}".encode() for i in range(10)]  # the broker kept no index acks
+    finally:
+        client.close()
+
+
+def test_batch_fully_acked_by_indexes_is_acknowledged(broker_factory, topic):
+    broker = broker_factory(acknowledgmentAtBatchIndexLevelEnabled="true")
+    client = pulsar.Client(broker.url, operation_timeout_seconds=10)
+    try:
+        consumer = client.subscribe(topic, "sub", batch_index_ack_enabled=True)
+        _batch_of_ten(client, topic)
+        for message in _receive_all(consumer):
+            consumer.acknowledge(message)
+        time.sleep(0.5)
+        stats = broker.run(lambda: broker.broker.stats()[topic]["subscriptions"]["sub"])
+        assert stats["msgBacklog"] == 0
+    finally:
+        client.close()
+
+
+def test_reader_and_has_message_available_on_empty_topic(client, topic):
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    assert reader.has_message_available() is False
+    latest = client.create_reader(topic, pulsar.MessageId.latest)
+    assert latest.has_message_available() is False
+    producer = client.create_producer(topic)
+    producer.send(b"first")
+    assert reader.has_message_available() is True
+    assert reader.read_next(5000).data() == b"first"
+    assert reader.has_message_available() is False
+    assert latest.has_message_available() is True  # published after the reader was created
+    reader.seek(pulsar.MessageId.earliest)
+    time.sleep(0.3)
+    assert reader.has_message_available() is True
+    assert reader.read_next(5000).data() == b"first"
+    reader.seek(pulsar.MessageId.latest)
+    time.sleep(0.3)
+    assert reader.has_message_available() is False
+
+
+def test_table_view_on_empty_then_filled_topic(client, topic):
+    view = client.create_table_view(topic)  # reads to the end of an empty topic: must not hang
+    assert len(view) == 0
+    producer = client.create_producer(topic)
+    producer.send(b"v1", partition_key="k1")
+    producer.send(b"v2", partition_key="k1")
+    producer.send(b"w1", partition_key="k2")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and (view.get("k1") != b"v2" or view.get("k2") != b"w1"):
+        time.sleep(0.05)
+    assert view.get("k1") == b"v2" and view.get("k2") == b"w1"
+    again = client.create_table_view(topic)  # a new view reads the existing keys at creation
+    assert again.get("k1") == b"v2" and len(again) == 2
