@@ -63,6 +63,8 @@ class BrokerConfig:
     advertised_listeners: str = ""  # advertisedListeners: "name:pulsar://host:port,other:pulsar://host:port"
     internal_listener_name: str = ""  # internalListenerName (default: the first advertised listener)
     schema_compatibility_strategy: str = "FULL"  # schemaCompatibilityStrategy
+    enable_broker_side_subscription_pattern_evaluation: bool = True  # enableBrokerSideSubscriptionPatternEvaluation
+    subscription_pattern_max_length: int = 50  # subscriptionPatternMaxLength
     extra: dict[str, str] = field(default_factory=dict)  # unknown keys, kept so they can be reported
 
     def ledger_config(self) -> ManagedLedgerConfig:

@@ -12,7 +12,11 @@ Source: Pulsar PulsarStandalone (default namespaces), NamespaceService / TopicRe
 from __future__ import annotations
 
 import logging
+import re
+import struct
 from typing import Callable, Iterable
+
+import crc32c
 
 from broker.errors import TopicNotFoundError
 from broker.topic_name import TopicName
@@ -20,6 +24,37 @@ from broker.topic_name import TopicName
 log = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACES = ("public/default", "pulsar/system")
+
+
+def topics_hash(topics: Iterable[str]) -> str:
+    """GET_TOPICS_OF_NAMESPACE topics_hash: CRC32C of the sorted names joined by ',', printed as
+    Guava's HashCode.toString() does (the 4 bytes little-endian, lower-case hex).
+    Source: Pulsar TopicList.calculateHash."""
+    checksum = crc32c.crc32c(",".join(sorted(topics)).encode("utf-8"))
+    return struct.pack("<I", checksum).hex()
+
+
+def remove_domain_scheme(pattern: str) -> str:
+    """'persistent://public/default/a.*' -> 'public/default/a.*' (Pulsar TopicList.removeTopicDomainScheme)."""
+    if "://" not in pattern:
+        return pattern
+    prefix, rest = pattern.split("://", 1)
+    for domain in ("non-persistent", "persistent"):
+        if prefix.endswith(domain):
+            return prefix[: -len(domain)] + rest
+    raise ValueError(f"Does not support topic domain: {prefix}")
+
+
+def filter_topics(topics: Iterable[str], pattern: str) -> list[str]:
+    """Topics whose name without scheme (partitions by their parent's name) fully matches pattern.
+    Raises re.error or ValueError for a bad pattern. Source: Pulsar TopicList.filterTopics."""
+    regex = re.compile(remove_domain_scheme(pattern))
+    kept = []
+    for name in topics:
+        parent = TopicName.parse(name).partitioned_topic_name
+        if regex.fullmatch(str(parent).split("://", 1)[1]):
+            kept.append(name)
+    return kept
 
 
 class Namespaces:

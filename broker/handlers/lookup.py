@@ -5,15 +5,20 @@ One broker owns every topic, so LOOKUP always answers Connect to our advertised 
 """
 from __future__ import annotations
 
+import logging
+import re
 from typing import TYPE_CHECKING
 
-from broker.errors import BrokerError
+from broker.errors import BrokerError, InvalidTopicNameError
+from broker.namespaces import filter_topics, topics_hash
 from broker.topic_name import TopicName
 from proto import PulsarApi_pb2 as api
 from proto.frames import Frame
 
 if TYPE_CHECKING:
     from broker.connection import ServerConnection
+
+log = logging.getLogger(__name__)
 
 Type = api.BaseCommand.Type
 MetadataResponse = api.CommandPartitionedTopicMetadataResponse
@@ -45,15 +50,33 @@ def handle_lookup(conn: "ServerConnection", frame: Frame) -> None:
 
 
 def handle_get_topics_of_namespace(conn: "ServerConnection", frame: Frame) -> None:
-    """Every persistent topic of the namespace (partitions by their own names, as Pulsar lists them)."""
+    """The persistent topics of the namespace (partitions by their own names, as Pulsar lists them),
+    filtered by topics_pattern when given (filtered=true), with topics_hash; when the client's
+    topics_hash equals ours the list is left out and changed=false. Unknown namespace: TopicNotFound.
+    Source: Pulsar ServerCnx.handleGetTopicsOfNamespace, TopicList."""
     request = frame.command.getTopicsOfNamespace
+    log.debug("%s: GET_TOPICS_OF_NAMESPACE %s", conn.peer_address, request)
+    broker = conn.broker
+    broker.namespaces.check_namespace(request.namespace)
     topics = []
     if request.mode != api.CommandGetTopicsOfNamespace.NON_PERSISTENT:
-        topics = conn.broker.list_topics(request.namespace)
+        topics = broker.list_topics(request.namespace)
+    filtered = False
+    config = broker.config
+    if (request.HasField("topics_pattern") and config.enable_broker_side_subscription_pattern_evaluation
+            and len(request.topics_pattern) <= config.subscription_pattern_max_length):
+        try:
+            topics = filter_topics(topics, request.topics_pattern)
+        except (re.error, ValueError) as exc:
+            raise InvalidTopicNameError(f"invalid topics pattern {request.topics_pattern!r}: {exc}") from exc
+        filtered = True
+    digest = topics_hash(topics)
+    changed = not (request.HasField("topics_hash") and request.topics_hash == digest)
     conn.send(api.BaseCommand(
         type=Type.GET_TOPICS_OF_NAMESPACE_RESPONSE,
         getTopicsOfNamespaceResponse=api.CommandGetTopicsOfNamespaceResponse(
-            request_id=request.request_id, topics=topics, filtered=False, changed=True),
+            request_id=request.request_id, topics=topics if changed else [], filtered=filtered,
+            topics_hash=digest, changed=changed),
     ))
 
 
