@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     _install_uvloop()
     try:
         asyncio.run(run_broker(config))
-    except (StorageError, OSError) as exc:
+    except (StorageError, OSError, ConfigError) as exc:  # ConfigError: settings checked at start (listeners)
         print(f"minipulsar: cannot start: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 
 import crc32c
 
+from broker.config import ConfigError
 from broker.errors import TopicNotFoundError
 from broker.topic_name import TopicName
 
@@ -67,7 +68,7 @@ class Namespaces:
             if not item:
                 continue
             if item.count("/") != 1 or not all(item.split("/")):
-                raise ValueError(f"extraNamespaces: {item!r} is not of the form tenant/namespace")
+                raise ConfigError(f"config key extraNamespaces: {item!r} is not of the form tenant/namespace")
             self._configured.add(item)
         self._known_topic_namespaces = known_topic_namespaces
 

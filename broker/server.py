@@ -19,6 +19,7 @@ from pathlib import Path
 from broker.config import BrokerConfig, apply_setting
 from broker.connection import ServerConnection
 from broker.errors import ServiceNotReadyError, TopicNotFoundError
+from broker.listeners import AdvertisedListeners
 from broker.metadata_store import MetadataStore
 from broker.namespaces import Namespaces
 from broker.topic import PersistentTopic
@@ -39,6 +40,7 @@ class Broker:
         self.metadata = MetadataStore(Path(config.data_dir) / "metadata" / "partitioned-topics.json")
         self.topics: dict[str, PersistentTopic] = {}
         self.namespaces = Namespaces(config.extra_namespaces, self._topic_namespaces)
+        self.listeners = AdvertisedListeners(config.advertised_listeners, config.internal_listener_name, "")
         self.connections: set[ServerConnection] = set()
         self._topic_locks: dict[str, asyncio.Lock] = {}
         self._server: asyncio.base_events.Server | None = None

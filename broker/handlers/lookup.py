@@ -1,7 +1,8 @@
 """PARTITIONED_METADATA, LOOKUP, GET_TOPICS_OF_NAMESPACE and GET_SCHEMA.
 
 Every answer sets `response`: the C++ client treats a reply without it as a failure.
-One broker owns every topic, so LOOKUP always answers Connect to our advertised URL.
+One broker owns every topic, so LOOKUP always answers Connect to our advertised URL, or to the
+URLs of the advertised listener it names (broker/listeners.py).
 """
 from __future__ import annotations
 
@@ -41,8 +42,12 @@ def handle_lookup(conn: "ServerConnection", frame: Frame) -> None:
     reply = LookupResponse(request_id=request.request_id)
     try:
         TopicName.parse(request.topic)
+        listener = conn.broker.listeners.lookup(request.advertised_listener_name, conn.broker.config.broker_service_url)
         reply.response = LookupResponse.Connect
-        reply.brokerServiceUrl = conn.broker.config.broker_service_url
+        if listener.service_url:
+            reply.brokerServiceUrl = listener.service_url
+        if listener.service_url_tls:
+            reply.brokerServiceUrlTls = listener.service_url_tls
         reply.authoritative = True
     except BrokerError as exc:
         reply.response, reply.error, reply.message = LookupResponse.Failed, exc.server_error, str(exc)
