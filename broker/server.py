@@ -22,6 +22,7 @@ from broker.errors import ServiceNotReadyError, TopicNotFoundError
 from broker.listeners import AdvertisedListeners
 from broker.metadata_store import MetadataStore
 from broker.namespaces import Namespaces
+from broker.schema_registry import SchemaRegistry
 from broker.topic import PersistentTopic
 from broker.topic_name import TopicName
 from storage import ManagedLedgerFactory
@@ -40,6 +41,7 @@ class Broker:
         self.metadata = MetadataStore(Path(config.data_dir) / "metadata" / "partitioned-topics.json")
         self.topics: dict[str, PersistentTopic] = {}
         self.namespaces = Namespaces(config.extra_namespaces, self._topic_namespaces)
+        self.schemas = SchemaRegistry(config.data_dir, config.schema_compatibility_strategy)
         self.listeners = AdvertisedListeners(config.advertised_listeners, config.internal_listener_name, "")
         self.connections: set[ServerConnection] = set()
         self._topic_locks: dict[str, asyncio.Lock] = {}
@@ -67,6 +69,7 @@ class Broker:
         await self.factory.start()
         try:
             self.metadata.load()
+            self.schemas.load()
             # Generated producer names must not repeat across restarts (reconnecting clients keep theirs).
             self._instance_id = self.metadata.data.get("brokerInstance", -1) + 1
             self.metadata.data["brokerInstance"] = self._instance_id

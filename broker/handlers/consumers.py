@@ -46,6 +46,10 @@ async def handle_subscribe(conn: "ServerConnection", frame: Frame) -> None:
     if request.subscription.startswith(broker.replicator_prefix + ".") or request.subscription == DEDUP_CURSOR_NAME:
         raise NotAllowedError(f"Subscription with reserved subscription name attempted: {request.subscription}")
     topic = await broker.get_topic(TopicName.parse(request.topic), create=request.force_topic_creation)
+    if request.HasField("schema") and request.schema.type != api.Schema.Type.Value("None"):
+        idle = not topic.producers and not any(s.consumers for s in topic.subscriptions.values()) \
+            and topic.ledger.number_of_entries == 0
+        await broker.schemas.check_for_consumer(topic.name, request.schema, idle)  # IncompatibleSchema
     initial = "earliest" if request.initialPosition == api.CommandSubscribe.Earliest else "latest"
     subscription = await topic.subscribe(request.subscription, request.durable, initial, _reader_start(request))
     consumer = Consumer(

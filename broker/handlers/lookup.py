@@ -86,10 +86,21 @@ def handle_get_topics_of_namespace(conn: "ServerConnection", frame: Frame) -> No
 
 
 def handle_get_schema(conn: "ServerConnection", frame: Frame) -> None:
-    """Schemas are not stored (yet): answer as Pulsar does for a topic without one."""
+    """The topic's schema, the latest or the version asked for (broker/schema_registry.py); without
+    one, TopicNotFound "Topic not found or no-schema" as Pulsar answers."""
     request = frame.command.getSchema
-    conn.send(api.BaseCommand(type=Type.GET_SCHEMA_RESPONSE, getSchemaResponse=api.CommandGetSchemaResponse(
-        request_id=request.request_id, error_code=api.TopicNotFound, error_message="Topic not found or no-schema")))
+    reply = api.CommandGetSchemaResponse(request_id=request.request_id)
+    try:
+        found = conn.broker.schemas.get(TopicName.parse(request.topic), request.schema_version or None)
+    except BrokerError as exc:
+        found = None
+        reply.error_code, reply.error_message = exc.server_error, str(exc)
+    if found is not None:
+        reply.schema.CopyFrom(found[0])
+        reply.schema_version = found[1]
+    elif not reply.HasField("error_code"):
+        reply.error_code, reply.error_message = api.TopicNotFound, "Topic not found or no-schema"
+    conn.send(api.BaseCommand(type=Type.GET_SCHEMA_RESPONSE, getSchemaResponse=reply))
 
 
 HANDLERS = {

@@ -46,6 +46,8 @@ async def handle_producer(conn: "ServerConnection", frame: Frame) -> None:
         producer.last_sequence_id = topic.deduplication.last_sequence_id(name)
     if request.HasField("topic_epoch"):
         producer.requested_topic_epoch = request.topic_epoch
+    if request.HasField("schema") and request.schema.type != api.Schema.Type.Value("None"):
+        producer.schema_version = await broker.schemas.add_or_get(topic.name, request.schema)  # IncompatibleSchema
     if conn.closed:
         return
     if name in topic.producers:

@@ -1,0 +1,188 @@
+"""The schema registry: per topic, a list of schema versions, with Pulsar's compatibility strategies.
+
+A schema is identified as Pulsar does by the topic's schema name: "tenant/namespace/local-name"
+of the partitioned topic (all partitions share one schema). Versions are numbered 0, 1, 2, ...;
+on the wire a version is 8 bytes big-endian (PRODUCER_SUCCESS.schema_version, GET_SCHEMA).
+
+* PRODUCER with a schema: a schema identical (type, data, properties) to an existing version gets
+  that version; otherwise it must be compatible with the existing versions under
+  `schemaCompatibilityStrategy` (default FULL) and becomes the next version; else the producer
+  gets ERROR IncompatibleSchema. A producer without a schema (the Python default, bytes) is
+  accepted and gets no schema version (Pulsar's schemaValidationEnforced=false).
+* SUBSCRIBE with a schema: checked for compatibility; stored only when the topic has no schema
+  and is idle (no producers, no entries), as Pulsar's addSchemaIfIdleOrCheckCompatible.
+* GET_SCHEMA: the latest version or the one asked for; none: TopicNotFound "Topic not found or
+  no-schema", as Pulsar answers.
+
+Strategies (Pulsar SchemaCompatibilityStrategy): ALWAYS_COMPATIBLE, ALWAYS_INCOMPATIBLE, BACKWARD
+(the new schema reads data written with the latest), FORWARD (the latest reads data written with
+the new one), FULL (both), and *_TRANSITIVE (against every version, not only the latest). A change
+of schema type is incompatible except under ALWAYS_COMPATIBLE. AVRO, JSON and PROTOBUF schemas are
+Avro definitions (the clients send Avro JSON for all three) and are checked with Apache Avro's
+ReaderWriterCompatibilityChecker; other types (STRING, KEY_VALUE, PROTOBUF_NATIVE, primitives)
+are compatible with the same type.
+Persisted in <dataDir>/metadata/schemas.json (written atomically, like the partitioned-topic file).
+Source: Pulsar SchemaRegistryServiceImpl, AvroSchemaBasedCompatibilityCheck, ServerCnx.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import time
+from pathlib import Path
+
+import avro.errors
+import avro.schema
+from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
+
+from broker.errors import IncompatibleSchemaError
+from broker.metadata_store import MetadataStore
+from broker.topic_name import TopicName
+from proto import PulsarApi_pb2 as api
+
+log = logging.getLogger(__name__)
+
+_AVRO_BASED = frozenset(api.Schema.Type.Value(n) for n in ("Avro", "Json", "Protobuf"))
+STRATEGIES = ("ALWAYS_COMPATIBLE", "ALWAYS_INCOMPATIBLE", "BACKWARD", "FORWARD", "FULL",
+              "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE")
+
+
+def schema_name(topic: TopicName) -> str:
+    """Pulsar's TopicName.getSchemaName: tenant/namespace/local name of the partitioned topic."""
+    parent = topic.partitioned_topic_name
+    return f"{parent.tenant}/{parent.namespace}/{parent.local_name}"
+
+
+def version_bytes(version: int) -> bytes:
+    return version.to_bytes(8, "big", signed=True)
+
+
+def version_of(data: bytes) -> int:
+    return int.from_bytes(data, "big", signed=True) if data else -1
+
+
+def _stored(schema: api.Schema) -> dict:
+    return {
+        "type": int(schema.type),
+        "data": base64.b64encode(schema.schema_data).decode("ascii"),
+        "properties": {kv.key: kv.value for kv in schema.properties},
+        "timestamp": int(time.time() * 1000),
+    }
+
+
+def _same(stored: dict, schema: api.Schema) -> bool:
+    candidate = _stored(schema)
+    return all(stored[k] == candidate[k] for k in ("type", "data", "properties"))
+
+
+def _parse_avro(stored: dict) -> avro.schema.Schema:
+    return avro.schema.parse(base64.b64decode(stored["data"]).decode("utf-8"))
+
+
+def _can_read(reader: dict, writer: dict) -> str | None:
+    """None when data written with `writer` can be read with `reader`, else the reason."""
+    try:
+        result = ReaderWriterCompatibilityChecker().get_compatibility(_parse_avro(reader), _parse_avro(writer))
+    except (avro.errors.AvroException, ValueError, json.JSONDecodeError) as exc:
+        return f"schema definition does not parse as Avro: {exc}"
+    if result.compatibility is SchemaCompatibilityType.compatible:
+        return None
+    problems = ", ".join(i.value for i in result.incompatibilities) or "incompatible"
+    return f"{problems} at {', '.join(sorted(result.locations))}: {', '.join(sorted(map(str, result.messages)))}"
+
+
+def check_compatible(existing: list[dict], new: dict, strategy: str) -> str | None:
+    """None when `new` may be added after `existing` (oldest first) under strategy, else why not."""
+    if not existing or strategy == "ALWAYS_COMPATIBLE":
+        return None
+    if strategy == "ALWAYS_INCOMPATIBLE":
+        return "the compatibility strategy is ALWAYS_INCOMPATIBLE"
+    against = existing if strategy.endswith("_TRANSITIVE") else existing[-1:]
+    base = strategy.removesuffix("_TRANSITIVE")
+    for version_index, old in enumerate(against):
+        if old["type"] != new["type"]:
+            return (f"schema type {api.Schema.Type.Name(new['type'])} differs from the existing type "
+                    f"{api.Schema.Type.Name(old['type'])}")
+        if new["type"] not in _AVRO_BASED:
+            continue
+        checks = []
+        if base in ("BACKWARD", "FULL"):
+            checks.append(("new schema cannot read data written with the existing one", new, old))
+        if base in ("FORWARD", "FULL"):
+            checks.append(("existing schema cannot read data written with the new one", old, new))
+        for what, reader, writer in checks:
+            reason = _can_read(reader, writer)
+            if reason is not None:
+                return f"{what} ({strategy}): {reason}"
+    return None
+
+
+class SchemaRegistry:
+    """data_dir: the broker's data dir; strategy: schemaCompatibilityStrategy."""
+
+    def __init__(self, data_dir: str | Path, strategy: str):
+        self.store = MetadataStore(Path(data_dir) / "metadata" / "schemas.json")
+        self.strategy = strategy
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def load(self) -> None:
+        """Read the stored schemas; raises ValueError naming the file when it is corrupt."""
+        self.store.load()
+
+    def _versions(self, name: str) -> list[dict]:
+        return self.store.data.setdefault("schemas", {}).get(name, [])
+
+    def has_schema(self, topic: TopicName) -> bool:
+        return bool(self._versions(schema_name(topic)))
+
+    async def add_or_get(self, topic: TopicName, schema: api.Schema) -> bytes:
+        """The version for a producer's schema, adding it when new and compatible; raises
+        IncompatibleSchemaError."""
+        name = schema_name(topic)
+        async with self._locks.setdefault(name, asyncio.Lock()):
+            versions = self._versions(name)
+            for number, stored in enumerate(versions):
+                if _same(stored, schema):
+                    return version_bytes(number)
+            new = _stored(schema)
+            reason = check_compatible(versions, new, self.strategy)
+            if reason is not None:
+                raise IncompatibleSchemaError(f"Incompatible schema for {name}: {reason}")
+            versions = self.store.data["schemas"].setdefault(name, [])
+            versions.append(new)
+            await self.store.save()
+            log.info("schema %s: version %d (%s)", name, len(versions) - 1, api.Schema.Type.Name(schema.type))
+            return version_bytes(len(versions) - 1)
+
+    async def check_for_consumer(self, topic: TopicName, schema: api.Schema, idle: bool) -> None:
+        """SUBSCRIBE with a schema: store it when the topic has none and is idle, else check it is
+        compatible with what is stored (an identical version is fine); raises IncompatibleSchemaError."""
+        name = schema_name(topic)
+        versions = self._versions(name)
+        if not versions:
+            if idle:
+                await self.add_or_get(topic, schema)
+            return
+        if any(_same(stored, schema) for stored in versions):
+            return
+        reason = check_compatible(versions, _stored(schema), self.strategy)
+        if reason is not None:
+            raise IncompatibleSchemaError(f"Incompatible schema for {name}: {reason}")
+
+    def get(self, topic: TopicName, version: bytes | None) -> tuple[api.Schema, bytes] | None:
+        """(Schema, version bytes) of the version asked for (None or empty: the latest), or None."""
+        name = schema_name(topic)
+        versions = self._versions(name)
+        if not versions:
+            return None
+        number = version_of(version) if version else len(versions) - 1
+        if not 0 <= number < len(versions):
+            return None
+        stored = versions[number]
+        schema = api.Schema(name=topic.partitioned_topic_name.local_name, type=stored["type"],
+                            schema_data=base64.b64decode(stored["data"]))
+        for key, value in stored["properties"].items():
+            schema.properties.add(key=key, value=value)
+        return schema, version_bytes(number)
