@@ -1,7 +1,7 @@
 """Key_Failover: every consumer serves one contiguous hash range; together they cover [0, 65535].
 
 A new consumer takes the upper half of the range of the busiest consumer (highest recent dispatch
-rate); a leaving consumer's range goes to the adjacent consumer with the lower recent rate (the
+rate) whose range still has two slots or more; a leaving consumer's range goes to the adjacent consumer with the lower recent rate (the
 only neighbour when there is one). Timeline of the proposal: C1 [0,1); C2 joins: C1 [0,.5),
 C2 [.5,1); C3 joins while C2 is busier: C2 [.5,.75), C3 [.75,1); C1 leaves: C2 [0,.75); C2
 leaves: C3 [0,1). Source: the Key_Failover proposal (shared/seeds/003).
@@ -27,11 +27,14 @@ class KeyFailoverSelector(StickyKeyConsumerSelector):
             self._ranges.append([0, RANGE_SIZE - 1, consumer])
             return
         # Busiest first; among equally busy, the widest range, so halving keeps things balanced.
-        index = max(range(len(self._ranges)),
+        # Only ranges of two or more slots can be split (a busy consumer halved down to one slot
+        # must not block every later join).
+        splittable = [i for i, r in enumerate(self._ranges) if r[1] > r[0]]
+        if not splittable:
+            raise ConsumerAssignError("no hash range is left to split for a new consumer")
+        index = max(splittable,
                     key=lambda i: (self._ranges[i][2].dispatch_rate.rate(), self._ranges[i][1] - self._ranges[i][0]))
         start, end, holder = self._ranges[index]
-        if end == start:
-            raise ConsumerAssignError("no hash range is left to split for a new consumer")
         middle = start + (end - start + 1) // 2
         self._ranges[index] = [start, middle - 1, holder]
         self._ranges.insert(index + 1, [middle, end, consumer])
