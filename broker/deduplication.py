@@ -17,7 +17,9 @@ cursor write). On load the map is read back from those properties and the entrie
 mark-delete position are replayed (producer_name, sequence_id, highest_sequence_id of each entry's
 metadata), so nothing acknowledged to a producer is forgotten after a crash. When deduplication is
 off the cursor is deleted, so it no longer holds back trimming.
-PRODUCER_SUCCESS.last_sequence_id carries pushed[name] (or -1).
+PRODUCER_SUCCESS.last_sequence_id carries pushed[name] (or -1). A replicator's producer (name
+starting with the replicator prefix) is deduplicated by the original producer name and sequence id
+found in each entry's metadata, as Pulsar does.
 Source: Pulsar MessageDeduplication (isDuplicate, recoverSequenceIdsMap, takeSnapshot).
 """
 from __future__ import annotations
@@ -43,8 +45,9 @@ class MessageDeduplication:
     """One topic's deduplication state. ledger: the topic's ManagedLedger; entries_interval:
     brokerDeduplicationEntriesInterval (entries between snapshots)."""
 
-    def __init__(self, ledger: "ManagedLedger", entries_interval: int):
+    def __init__(self, ledger: "ManagedLedger", entries_interval: int, replicator_prefix: str = "pulsar.repl"):
         self.ledger = ledger
+        self.replicator_prefix = replicator_prefix + "."
         self.entries_interval = entries_interval
         self.cursor: ManagedCursor | None = None
         self.pushed: dict[str, int] = {}
@@ -96,6 +99,11 @@ class MessageDeduplication:
     async def publish(self, producer_name: str, sequence_id: int, highest_sequence_id: int, data: bytes,
                       append: Callable[[bytes], Awaitable[Position]]) -> Position:
         """append(data) unless the SEND is a duplicate; returns the position for the receipt."""
+        if producer_name.startswith(self.replicator_prefix):
+            metadata = entry_info(data).metadata
+            if metadata is not None:
+                producer_name, sequence_id = metadata.producer_name, metadata.sequence_id
+                highest_sequence_id = metadata.highest_sequence_id
         highest = max(sequence_id, highest_sequence_id)
         last_pushed = self.pushed.get(producer_name)
         if last_pushed is not None and sequence_id <= last_pushed:
@@ -149,6 +157,3 @@ class MessageDeduplication:
         position = self._last_durable or self.cursor.mark_delete_position
         self.cursor.mark_delete(position, dict(self.persisted))
         self._since_snapshot = 0
-
-    def stats(self) -> dict:
-        return {"deduplicationStatus": "Enabled", "producersTracked": len(self.pushed)}

@@ -49,7 +49,8 @@ class PersistentTopic:
         """Recover state kept beside the ledger before the topic serves anyone (deduplication)."""
         config = self.broker.config
         if config.broker_deduplication_enabled:
-            dedup = MessageDeduplication(self.ledger, config.broker_deduplication_entries_interval)
+            dedup = MessageDeduplication(self.ledger, config.broker_deduplication_entries_interval,
+                                         self.broker.replicator_prefix)
             await dedup.load()
             self.deduplication = dedup
         else:
@@ -141,6 +142,8 @@ class PersistentTopic:
             "storageSize": self.ledger.total_size,
             "numberOfEntries": self.ledger.number_of_entries,
             "lastConfirmedEntry": str(self.ledger.last_confirmed_position),
+            "topicEpoch": self.access.epoch,
+            "deduplicationStatus": "Enabled" if self.deduplication is not None else "Disabled",
             "publishers": [p.stats() for p in self.producers.values()],
             "subscriptions": {name: s.stats() for name, s in self.subscriptions.items()},
         }

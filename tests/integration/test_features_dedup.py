@@ -78,3 +78,34 @@ def test_reserved_dedup_subscription_name_is_refused(client, topic):
     consumer = client.subscribe(topic, "ok")
     producer.send(b"still-works")
     assert consumer.receive(5000).data() == b"still-works"
+
+
+def test_replicated_messages_dedup_by_original_producer(broker_factory, topic):
+    """A replicator's producer (pulsar.repl.*) is deduplicated by the producer name and sequence id
+    inside each entry's metadata, as Pulsar's MessageDeduplication does."""
+    from proto import PulsarApi_pb2 as api
+    from proto.frames import build_headers_and_payload
+    from tests.integration.test_bad_input import RawConnection
+
+    Type = api.BaseCommand.Type
+    broker = broker_factory(brokerDeduplicationEnabled="true")
+    client = pulsar.Client(broker.url, operation_timeout_seconds=10)
+    raw = RawConnection(broker.url)
+    try:
+        consumer = client.subscribe(topic, "sub")
+        raw.connect()
+        raw.send(api.BaseCommand(type=Type.PRODUCER, producer=api.CommandProducer(
+            topic=topic, producer_id=1, request_id=1, producer_name="pulsar.repl.standalone")))
+        assert raw.receive().type == Type.PRODUCER_SUCCESS
+        for send_seq, (original_seq, body) in enumerate([(0, b"r0"), (0, b"r0-again"), (1, b"r1")]):
+            metadata = api.MessageMetadata(producer_name="origin-producer", sequence_id=original_seq,
+                                           publish_time=1, replicated_from="remote")
+            raw.send(api.BaseCommand(type=Type.SEND, send=api.CommandSend(producer_id=1, sequence_id=send_seq)),
+                     build_headers_and_payload(metadata, body))
+            assert raw.receive().type == Type.SEND_RECEIPT
+        assert _drain(consumer) == [b"r0", b"r1"]
+        producer = client.create_producer(topic, producer_name="origin-producer")
+        assert producer.last_sequence_id() == 1
+    finally:
+        raw.close()
+        client.close()
