@@ -172,7 +172,8 @@ class Dispatcher:
             if info.is_marker:
                 self.subscription.on_marker(entry, info)
                 continue
-            if self.delayed is not None and self.delayed.should_delay(entry, info, self._redelivery_hash(info)):
+            if (self.delayed is not None and info.metadata.HasField("deliver_at_time")
+                    and self.delayed.should_delay(entry, info, self._redelivery_hash(info))):
                 continue
             infos.append((entry, info))
         if infos:

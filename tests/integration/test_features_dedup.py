@@ -32,9 +32,9 @@ def test_duplicates_stored_once_and_remembered_across_kill(broker_process, topic
     again = producer.send(b"m4-again", sequence_id=4)  # the last one: its original position is known
     assert str(again) == str(ids[4])
     producer.send(b"m2-again", sequence_id=2)  # older: answered, not stored (-1:-1 as Pulsar)
+    client.close()  # first: closing a client whose broker just died can fail with NotConnected
     proc.proc.kill()  # no clean shutdown: the snapshot is not written, recovery replays the ledger
     proc.proc.wait()
-    client.close()
 
     proc = broker_process(data_dir=proc.data_dir, port=proc.port, env=DEDUP_ENV)
     client = pulsar.Client(proc.url, operation_timeout_seconds=10)

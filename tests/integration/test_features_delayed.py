@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import BrokerThread
 
 DELAY = 2.0
-SLACK = 1.5  # one tick (1 s) plus scheduling
+SLACK = 3.0  # one tick (1 s) plus scheduling on a loaded machine
 
 
 @pytest.mark.parametrize("consumer_type", [pulsar.ConsumerType.Shared, pulsar.ConsumerType.KeyShared])
