@@ -58,9 +58,9 @@ def test_sigkill_loses_no_acknowledged_publish(broker_process):
     client.subscribe(topic, "keep").close()
     producer = client.create_producer(topic)
     ids = [producer.send(str(i).encode()) for i in range(50)]
+    client.close()  # before the kill: closing a client whose broker just died can raise NotConnected
     proc.proc.kill()
     proc.proc.wait()
-    client.close()
     proc = broker_process(data_dir=proc.data_dir, port=proc.port)
     client = pulsar.Client(proc.url, operation_timeout_seconds=10)
     reader = client.create_reader(topic, pulsar.MessageId.earliest)
