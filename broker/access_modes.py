@@ -111,17 +111,21 @@ class ProducerAccess:
         self.exclusive = None
 
     def removed(self, producer: "Producer") -> None:
-        """producer left (closed, fenced, disconnected): drop it from the queue, or free the topic
-        and promote the first queued producer."""
+        """producer left (closed, fenced, disconnected): drop it from the queue, or free the topic;
+        once no producer is connected (the exclusive holder, or the last shared producer, left)
+        the first queued producer takes the topic."""
         for index, (queued, future) in enumerate(self.waiting):
             if queued is producer:
                 del self.waiting[index]
                 if not future.done():
                     future.cancel()
                 return
-        if self.exclusive is not producer:
+        if self.exclusive is producer:
+            self.exclusive = None
+        elif self.exclusive is not None:
             return
-        self.exclusive = None
+        if any(p is not producer for p in self.topic.producers.values()):
+            return
         while self.waiting:
             queued, future = self.waiting.pop(0)
             if future.done() or queued.closed:

@@ -60,7 +60,7 @@ def handle_get_topics_of_namespace(conn: "ServerConnection", frame: Frame) -> No
     topics_hash equals ours the list is left out and changed=false. Unknown namespace: TopicNotFound.
     Source: Pulsar ServerCnx.handleGetTopicsOfNamespace, TopicList."""
     request = frame.command.getTopicsOfNamespace
-    log.debug("%s: GET_TOPICS_OF_NAMESPACE %s", conn.peer_address, request)
+    log.debug("%s: topics of %s (pattern %r)", conn.peer_address, request.namespace, request.topics_pattern)
     broker = conn.broker
     broker.namespaces.check_namespace(request.namespace)
     topics = []

@@ -59,6 +59,24 @@ def test_wait_for_exclusive_waits_for_the_holder(broker, client, topic):
     assert consumer.receive(5000).data() == b"now-exclusive"
 
 
+def test_wait_for_exclusive_waits_for_shared_producers(broker, client, topic):
+    shared = [client.create_producer(topic) for _ in range(2)]
+    created = {}
+    thread = threading.Thread(
+        target=lambda: created.setdefault("p", client.create_producer(topic, access_mode=Mode.WaitForExclusive)),
+        daemon=True)
+    thread.start()
+    time.sleep(0.5)
+    with pytest.raises(pulsar.ProducerBusy):
+        client.create_producer(topic)  # no new shared producer while an exclusive one waits
+    shared[0].close()
+    time.sleep(0.5)
+    assert "p" not in created  # one shared producer is still connected
+    shared[1].close()
+    thread.join(10)
+    assert "p" in created and _epoch(broker, topic) == 0
+
+
 def test_exclusive_with_fencing_fences_the_holder(broker, client, topic):
     holder = client.create_producer(topic, access_mode=Mode.Exclusive, send_timeout_millis=3000)
     holder.send(b"before")
