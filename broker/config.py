@@ -59,6 +59,7 @@ class BrokerConfig:
     is_delayed_delivery_deliver_at_time_strict: bool = False  # isDelayedDeliveryDeliverAtTimeStrict
     broker_deduplication_enabled: bool = False  # brokerDeduplicationEnabled
     broker_deduplication_entries_interval: int = 1000  # brokerDeduplicationEntriesInterval (entries between snapshots)
+    broker_deduplication_snapshot_interval_seconds: int = 120  # brokerDeduplicationSnapshotIntervalSeconds
     acknowledgment_at_batch_index_level_enabled: bool = False  # acknowledgmentAtBatchIndexLevelEnabled
     advertised_listeners: str = ""  # advertisedListeners: "name:pulsar://host:port,other:pulsar://host:port"
     internal_listener_name: str = ""  # internalListenerName (default: the first advertised listener)
@@ -119,6 +120,7 @@ _VALIDATORS = {
     "keySharedLookAheadMsgInReplayThresholdPerSubscription": lambda v: v >= 1,
     "delayedDeliveryTickTimeMillis": lambda v: v >= 1,
     "brokerDeduplicationEntriesInterval": lambda v: v >= 1,
+    "brokerDeduplicationSnapshotIntervalSeconds": lambda v: v >= 0,
     "schemaCompatibilityStrategy": lambda v: v in (
         "ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE", "BACKWARD", "FORWARD", "FULL",
         "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE"),

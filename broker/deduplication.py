@@ -11,7 +11,9 @@ its position. The sequence id compared is the SEND's, and max(sequence_id, highe
 what is remembered (batches report their last id in highest_sequence_id).
 
 Persistence, as Pulsar's MessageDeduplication: a durable cursor named `pulsar.dedup`. Every
-`brokerDeduplicationEntriesInterval` entries, and when the topic closes, the persisted map is written
+`brokerDeduplicationEntriesInterval` entries, on the first entry after
+`brokerDeduplicationSnapshotIntervalSeconds` (0 = never by time; Pulsar runs a periodic task, here
+the check rides on publishes), and when the topic closes, the persisted map is written
 as the cursor's long properties together with a mark-delete at the last durable entry (one atomic
 cursor write). On load the map is read back from those properties and the entries after the
 mark-delete position are replayed (producer_name, sequence_id, highest_sequence_id of each entry's
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING, Awaitable, Callable
 
 from broker.entry_info import entry_info
@@ -45,8 +48,11 @@ class MessageDeduplication:
     """One topic's deduplication state. ledger: the topic's ManagedLedger; entries_interval:
     brokerDeduplicationEntriesInterval (entries between snapshots)."""
 
-    def __init__(self, ledger: "ManagedLedger", entries_interval: int, replicator_prefix: str = "pulsar.repl"):
+    def __init__(self, ledger: "ManagedLedger", entries_interval: int, replicator_prefix: str = "pulsar.repl",
+                 snapshot_interval_seconds: float = 120):
         self.ledger = ledger
+        self.snapshot_interval_seconds = snapshot_interval_seconds
+        self._last_snapshot_at = time.monotonic()
         self.replicator_prefix = replicator_prefix + "."
         self.entries_interval = entries_interval
         self.cursor: ManagedCursor | None = None
@@ -146,7 +152,9 @@ class MessageDeduplication:
     def _entry_durable(self, position: Position) -> None:
         self._last_durable = position
         self._since_snapshot += 1
-        if self._since_snapshot >= self.entries_interval:
+        by_time = (self.snapshot_interval_seconds > 0
+                   and time.monotonic() - self._last_snapshot_at >= self.snapshot_interval_seconds)
+        if self._since_snapshot >= self.entries_interval or by_time:
             self.take_snapshot()
 
     def take_snapshot(self) -> None:
@@ -157,3 +165,4 @@ class MessageDeduplication:
         position = self._last_durable or self.cursor.mark_delete_position
         self.cursor.mark_delete(position, dict(self.persisted))
         self._since_snapshot = 0
+        self._last_snapshot_at = time.monotonic()

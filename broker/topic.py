@@ -50,7 +50,8 @@ class PersistentTopic:
         config = self.broker.config
         if config.broker_deduplication_enabled:
             dedup = MessageDeduplication(self.ledger, config.broker_deduplication_entries_interval,
-                                         self.broker.replicator_prefix)
+                                         self.broker.replicator_prefix,
+                                         config.broker_deduplication_snapshot_interval_seconds)
             await dedup.load()
             self.deduplication = dedup
         else:

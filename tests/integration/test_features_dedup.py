@@ -109,3 +109,24 @@ def test_replicated_messages_dedup_by_original_producer(broker_factory, topic):
     finally:
         raw.close()
         client.close()
+
+
+def test_snapshot_every_entries_interval(broker_factory, topic):
+    """Every brokerDeduplicationEntriesInterval entries the map goes into the pulsar.dedup cursor's
+    long properties, with its mark-delete at the last durable entry."""
+    broker = broker_factory(brokerDeduplicationEnabled="true", brokerDeduplicationEntriesInterval=2)
+    client = pulsar.Client(broker.url, operation_timeout_seconds=10)
+    try:
+        producer = client.create_producer(topic, producer_name="snap")
+        ids = [producer.send(f"m{i}".encode()) for i in range(5)]
+
+        def cursor_state():
+            cursor = broker.broker.topics[topic].deduplication.cursor
+            return cursor.properties, cursor.mark_delete_position
+
+        properties, mark_delete = broker.run(cursor_state)
+        assert properties == {"snap": 3}  # snapshots after the 2nd and the 4th entry
+        assert (mark_delete.ledger_id, mark_delete.entry_id) == (ids[3].ledger_id(), ids[3].entry_id())
+        assert "pulsar.dedup" not in broker.run(lambda: broker.broker.stats()[topic]["subscriptions"])
+    finally:
+        client.close()
