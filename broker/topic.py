@@ -6,13 +6,14 @@ their cursors after a restart). Source: Pulsar PersistentTopic.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from broker.errors import PersistenceFailedError, ProducerBusyError, SubscriptionNotFoundError
+from broker.errors import PersistenceFailedError, ProducerBusyError, ServiceNotReadyError, SubscriptionNotFoundError
 from broker.subscription import Subscription
 from broker.topic_name import TopicName
-from storage import ManagedLedger, PersistenceError, Position
+from storage import LedgerClosedError, ManagedLedger, PersistenceError, Position
 
 if TYPE_CHECKING:
     from broker.producer import Producer
@@ -58,12 +59,22 @@ class PersistentTopic:
         if self.producers.get(producer.name) is producer:
             del self.producers[producer.name]
 
+    def append(self, data: bytes) -> tuple[Position, asyncio.Future]:
+        """Queue one entry: its position and a future done when it is durable (storage
+        PersistenceError on failure). Raises ServiceNotReadyError when the ledger is closed."""
+        try:
+            return self.ledger.append(data)
+        except LedgerClosedError as exc:
+            raise ServiceNotReadyError(str(exc)) from exc
+
     async def publish(self, data: bytes) -> Position:
         """Append one entry; returns its position once durable; raises PersistenceFailedError."""
+        position, durable = self.append(data)
         try:
-            return await self.ledger.add_entry(data)
+            await durable
         except PersistenceError as exc:
             raise PersistenceFailedError(str(exc)) from exc
+        return position
 
     # ---- subscriptions ---------------------------------------------------------------------
     async def subscribe(self, name: str, durable: bool, initial_position: str, start: Position | None) -> Subscription:
