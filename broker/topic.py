@@ -10,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.errors import PersistenceFailedError, ProducerBusyError, SubscriptionNotFoundError
+from broker.replication import TopicReplication
 from broker.subscription import Subscription
 from broker.topic_name import TopicName
 from storage import ManagedLedger, PersistenceError, Position
@@ -37,6 +38,7 @@ class PersistentTopic:
         for cursor_name, cursor in ledger.cursors.items():
             if not cursor_name.startswith(broker.replicator_prefix + "."):
                 self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor, durable=True)
+        self.replication = TopicReplication(self)  # replicators and PIP-33 snapshots (broker/replication)
 
     def __repr__(self) -> str:
         return f"PersistentTopic({self.name})"
@@ -61,9 +63,11 @@ class PersistentTopic:
     async def publish(self, data: bytes) -> Position:
         """Append one entry; returns its position once durable; raises PersistenceFailedError."""
         try:
-            return await self.ledger.add_entry(data)
+            position = await self.ledger.add_entry(data)
         except PersistenceError as exc:
             raise PersistenceFailedError(str(exc)) from exc
+        self.replication.on_published(data, position)
+        return position
 
     # ---- subscriptions ---------------------------------------------------------------------
     async def subscribe(self, name: str, durable: bool, initial_position: str, start: Position | None) -> Subscription:
@@ -106,6 +110,7 @@ class PersistentTopic:
     async def close(self) -> None:
         """Close subscriptions (persisting cursors) and the ledger."""
         self.ledger.remove_entry_listener(self._on_new_entries)
+        await self.replication.close()
         for subscription in self.subscriptions.values():
             if subscription.dispatcher is not None:
                 subscription.dispatcher.close()
@@ -120,4 +125,5 @@ class PersistentTopic:
             "lastConfirmedEntry": str(self.ledger.last_confirmed_position),
             "publishers": [p.stats() for p in self.producers.values()],
             "subscriptions": {name: s.stats() for name, s in self.subscriptions.items()},
+            "replication": self.replication.stats(),
         }
