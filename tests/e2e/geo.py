@@ -78,7 +78,8 @@ def stored_markers(data_dir: Path, topic: str) -> list[tuple[tuple[int, int], in
     """(position, marker_type, replicated_from) of every marker entry stored for topic by a
     *stopped* broker whose data dir is data_dir (read with our storage, not through the broker)."""
     async def read():
-        factory = ManagedLedgerFactory(data_dir / "ledgers", ManagedLedgerConfig())
+        # retention: opening must not trim what the test wants to inspect
+        factory = ManagedLedgerFactory(data_dir / "ledgers", ManagedLedgerConfig(retention_time_minutes=-1, retention_size_mb=-1))
         await factory.start()
         try:
             name = TopicName.parse(topic).storage_name
