@@ -20,6 +20,7 @@ from broker.selectors.key_failover import KeyFailoverSelector
 from broker.selectors.sticky_ranges import StickyRangesSelector
 from broker.entry_info import EntryInfo
 from broker.errors import ConsumerBusyError, NotAllowedError
+from broker.replication import is_replicated
 from proto import PulsarApi_pb2 as api
 from storage import Entry, ManagedCursor, Position
 
@@ -141,6 +142,7 @@ class Subscription:
         self._forget(positions)
         if self.dispatcher is not None:
             self.dispatcher.on_acknowledged()
+        self.topic.replication.on_mark_delete(self)
 
     def acknowledge_cumulative(self, consumer: "Consumer", position: Position) -> None:
         """Cumulative ack: everything at or below position; not allowed on Shared-like types."""
@@ -151,6 +153,7 @@ class Subscription:
         if self.redelivery_counts:
             self._forget([p for p in self.redelivery_counts if p <= position])
         self.dispatcher.on_acknowledged()
+        self.topic.replication.on_mark_delete(self)
 
     def _forget(self, positions: Iterable[Position]) -> None:
         for position in positions:
@@ -163,7 +166,9 @@ class Subscription:
 
     def on_marker(self, entry: Entry, info: EntryInfo) -> None:
         """A server-only marker reached dispatch: acknowledge it so it never blocks the backlog."""
+        self.topic.replication.on_marker(self, entry, info)  # PIP-33: snapshot markers fill the cache
         self.cursor.delete([entry.position])
+        self.topic.replication.on_mark_delete(self)
 
     # ---- cursor moves ----------------------------------------------------------------------
     def disconnect_consumers(self) -> None:
@@ -197,6 +202,11 @@ class Subscription:
 
     # ---- stats -----------------------------------------------------------------------------
     @property
+    def replicated(self) -> bool:
+        """PIP-33: the cursor carries pulsar.replicated.subscription = 1 (see broker/replication)."""
+        return is_replicated(self)
+
+    @property
     def backlog(self) -> int:
         return self.cursor.number_of_entries_in_backlog()
 
@@ -206,6 +216,7 @@ class Subscription:
             "type": SUB_TYPE_NAMES.get(self.sub_type, "None") if self.sub_type is not None else "None",
             "msgBacklog": self.backlog,
             "isDurable": self.durable,
+            "isReplicated": self.replicated,
             "markDeletePosition": str(self.cursor.mark_delete_position),
             "readPosition": str(self.cursor.read_position),
             "nonContiguousDeletedMessagesRanges": self.cursor.individually_deleted_ranges_count,

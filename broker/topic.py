@@ -11,6 +11,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.errors import PersistenceFailedError, ProducerBusyError, ServiceNotReadyError, SubscriptionNotFoundError
+from broker.replication import TopicReplication
 from broker.subscription import Subscription
 from broker.topic_name import TopicName
 from storage import LedgerClosedError, ManagedLedger, PersistenceError, Position
@@ -38,6 +39,7 @@ class PersistentTopic:
         for cursor_name, cursor in ledger.cursors.items():
             if not cursor_name.startswith(broker.replicator_prefix + "."):
                 self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor, durable=True)
+        self.replication = TopicReplication(self)  # replicators and PIP-33 snapshots (broker/replication)
 
     def __repr__(self) -> str:
         return f"PersistentTopic({self.name})"
@@ -46,6 +48,7 @@ class PersistentTopic:
         for subscription in list(self.subscriptions.values()):
             if subscription.dispatcher is not None:
                 subscription.dispatcher.wake()
+        self.replication.on_durable()
 
     # ---- producers -------------------------------------------------------------------------
     def add_producer(self, producer: "Producer") -> None:
@@ -63,9 +66,11 @@ class PersistentTopic:
         """Queue one entry: its position and a future done when it is durable (storage
         PersistenceError on failure). Raises ServiceNotReadyError when the ledger is closed."""
         try:
-            return self.ledger.append(data)
+            appended = self.ledger.append(data)
         except LedgerClosedError as exc:
             raise ServiceNotReadyError(str(exc)) from exc
+        self.replication.on_appended(data)
+        return appended
 
     async def publish(self, data: bytes) -> Position:
         """Append one entry; returns its position once durable; raises PersistenceFailedError."""
@@ -116,6 +121,7 @@ class PersistentTopic:
     async def close(self) -> None:
         """Close subscriptions (persisting cursors) and the ledger."""
         self.ledger.remove_entry_listener(self._on_new_entries)
+        await self.replication.close()
         for subscription in self.subscriptions.values():
             subscription.stop()
         await self.ledger.close()
@@ -129,4 +135,5 @@ class PersistentTopic:
             "lastConfirmedEntry": str(self.ledger.last_confirmed_position),
             "publishers": [p.stats() for p in self.producers.values()],
             "subscriptions": {name: s.stats() for name, s in self.subscriptions.items()},
+            "replication": self.replication.stats(),
         }
