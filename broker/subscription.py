@@ -8,6 +8,7 @@ Source: Pulsar PersistentSubscription.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Iterable
 
 from broker.dispatchers.ack_state_gate import AckStateGate
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SubType = api.CommandSubscribe.SubType
+RESET_GRACE_SECONDS = 30.0
 SUB_TYPE_NAMES = {
     SubType.Exclusive: "Exclusive",
     SubType.Shared: "Shared",
@@ -52,6 +54,7 @@ class Subscription:
         self.sub_type: int | None = None
         self.dispatcher: Dispatcher | None = None
         self.redelivery_counts: dict[Position, int] = {}
+        self.reset_grace_until = 0.0  # monotonic seconds; see reset_cursor
         self.ack_state_gate = AckStateGate(f"{topic.name}/{name}", cursor, topic.broker.config, self._wake)
 
     def _wake(self) -> None:
@@ -177,7 +180,10 @@ class Subscription:
             consumer.connection.close_consumer_by_broker(consumer)
 
     def reset_cursor(self, position: Position) -> None:
-        """Seek: the next entry delivered is `position`; consumers are disconnected first, as in Pulsar."""
+        """Seek: the next entry delivered is `position`; consumers are disconnected first, as in Pulsar.
+        A reader's (non-durable) subscription outlives that disconnect for RESET_GRACE_SECONDS, so
+        the reader reconnects to the reset cursor instead of its original start position."""
+        self.reset_grace_until = time.monotonic() + RESET_GRACE_SECONDS
         self.disconnect_consumers()
         if self.dispatcher is not None:
             self.dispatcher.reset()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from broker.errors import PersistenceFailedError, ProducerBusyError, ServiceNotReadyError, SubscriptionNotFoundError
@@ -113,9 +114,15 @@ class PersistentTopic:
             await subscription.cursor.close()
 
     async def consumer_closed(self, subscription: Subscription) -> None:
-        """A non-durable subscription ends with its last consumer."""
-        if not subscription.durable and not subscription.consumers and self.subscriptions.get(subscription.name) is subscription:
-            await self.remove_subscription(subscription.name)
+        """A non-durable subscription ends with its last consumer (after a seek, once its grace
+        period passes with nobody back)."""
+        if subscription.durable or subscription.consumers or self.subscriptions.get(subscription.name) is not subscription:
+            return
+        grace = subscription.reset_grace_until - time.monotonic()
+        if grace > 0:
+            asyncio.get_running_loop().call_later(grace, lambda: self.broker.spawn(self.consumer_closed(subscription)))
+            return
+        await self.remove_subscription(subscription.name)
 
     # ---- lifecycle and stats ---------------------------------------------------------------
     async def close(self) -> None:
