@@ -36,14 +36,14 @@ class PulsarBatchReader(DataSourceReader):
         opts = self.opts
 
         async def plan(c):
-            partitions = await q.topic_partitions(c, opts.topics)
+            partitions = await q.topic_partitions(c, opts.topics, opts.topics_pattern)
             starts = await resolve_positions(c, partitions, opts.starting_offsets, "earliest",
                                              opts.starting_time, opts.poll_timeout_ms)
             ends = await resolve_positions(c, partitions, opts.ending_offsets, "latest")
             return await plan_ranges(c, starts, ends, opts.min_partitions, opts.poll_timeout_ms)
 
         ranges = q.run_with_client(opts.service_url, opts.operation_timeout_seconds, plan)
-        log.info("batch read of %s: %d ranges", ",".join(opts.topics), len(ranges))
+        log.info("batch read of %s: %d ranges", ",".join(opts.topics) or opts.topics_pattern, len(ranges))
         # Spark needs at least one partition to produce an empty DataFrame with the schema.
         return ranges or [InputPartition(None)]
 

@@ -8,6 +8,7 @@ created (non-durable subscriptions): nothing is left behind on the broker.
 from __future__ import annotations
 
 import asyncio
+import re
 import logging
 from typing import Awaitable, Callable, TypeVar
 
@@ -29,11 +30,24 @@ def run_with_client(service_url: str, operation_timeout_seconds: float,
     return asyncio.run(main())
 
 
-async def topic_partitions(c: Client, topics: tuple[str, ...] | list[str]) -> list[str]:
+async def topic_partitions(c: Client, topics: tuple[str, ...] | list[str], pattern: str | None = None) -> list[str]:
     """The partition names of every topic (a non-partitioned topic is its own single partition),
-    in topic order then partition order."""
+    in topic order then partition order; with pattern, the topics of its namespace that match it."""
+    if pattern:
+        topics = await matching_topics(c, pattern)
     found = await asyncio.gather(*(c.get_topic_partitions(t) for t in topics))
     return [name for names in found for name in names]
+
+
+async def matching_topics(c: Client, pattern: str) -> list[str]:
+    """Topics of the pattern's namespace whose full name matches it, as Pulsar's topicsPattern:
+    'persistent://tenant/ns/prefix-.*' searches tenant/ns; a pattern without a domain searches
+    public/default with the short name expanded."""
+    if "://" not in pattern:
+        pattern = f"persistent://public/default/{pattern}"
+    tenant, namespace = pattern.split("://", 1)[1].split("/")[:2]
+    regex = re.compile(pattern)
+    return [t for t in await c.get_topics_of_namespace(f"{tenant}/{namespace}") if regex.fullmatch(t)]
 
 
 async def last_position(c: Client, partition: str) -> Position:
@@ -41,8 +55,7 @@ async def last_position(c: Client, partition: str) -> Position:
     ``entryId == -1`` when the partition never held a message."""
     reader = await c.create_reader(partition, MessageId.latest)
     try:
-        # Reader has no get_last_message_id in the official API; ours wraps a single Consumer.
-        last = await reader._consumer.get_last_message_id()
+        last = await reader.get_last_message_id()
     finally:
         await reader.close()
     return Position.of(last)

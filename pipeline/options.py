@@ -6,7 +6,7 @@ Source options:
 |---|---|---|
 | ``service.url`` | ``pulsar://host:port`` of the broker (required) | — |
 | ``topic`` / ``topics`` | one topic / a comma-separated list (exactly one of these) | — |
-| ``topicsPattern`` | a regex over the topics of one namespace — not supported, see docs/spark.md | — |
+| ``topicsPattern`` | a regex over the topics of one namespace, matched again at every trigger | — |
 | ``startingOffsets`` | ``earliest``, ``latest`` or JSON per topic partition (pipeline.offsets) | batch ``earliest``, stream ``latest`` |
 | ``endingOffsets`` | batch only: ``latest`` or JSON per topic partition | ``latest`` |
 | ``startingTime`` | publish time in ms since the epoch; reading starts at the first message published at or after it (overrides ``startingOffsets``) | — |
@@ -23,6 +23,8 @@ Sink options: ``service.url``, ``topic`` (overrides a ``topic`` column),
 Option names are case-insensitive (Spark lower-cases them); values are strings.
 """
 from __future__ import annotations
+
+import re
 
 from dataclasses import dataclass
 from typing import Mapping
@@ -68,12 +70,20 @@ def service_url(options: Mapping[str, str]) -> str:
     return url
 
 
+def _check_pattern(pattern: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise PulsarOptionError(f"topicsPattern: not a regular expression: {exc}") from None
+
+
 @dataclass(frozen=True)
 class SourceOptions:
     """Parsed source options; topics are fully qualified (not yet expanded into partitions)."""
 
     service_url: str
     topics: tuple[str, ...]
+    topics_pattern: str | None
     starting_offsets: str | dict[str, Position | str] | None
     ending_offsets: str | dict[str, Position | str]
     starting_time: int | None
@@ -91,10 +101,8 @@ class SourceOptions:
         if len(given) != 1:
             raise PulsarOptionError(f"exactly one of topic, topics, topicsPattern is required, got {given or 'none'}")
         if pattern:
-            raise PulsarOptionError(
-                "topicsPattern is not supported: the bundled client has no call that lists the topics of a "
-                "namespace (GET_TOPICS_OF_NAMESPACE); use topic or topics")
-        names = [topic] if topic else [t.strip() for t in topics.split(",") if t.strip()]
+            _check_pattern(pattern)
+        names = [topic] if topic else [t.strip() for t in topics.split(",") if t.strip()] if topics else []
         try:
             qualified = tuple(dict.fromkeys(normalize(n) for n in names))
         except Exception as exc:  # noqa: BLE001 - InvalidTopicName
@@ -107,6 +115,7 @@ class SourceOptions:
         return cls(
             service_url=service_url(options),
             topics=qualified,
+            topics_pattern=pattern or None,
             starting_offsets=parse_offsets_option("startingOffsets", starting) if starting else None,
             ending_offsets=ending_parsed,
             starting_time=_int("startingTime", _get(options, "startingTime"), None),

@@ -58,7 +58,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         opts = self.opts
 
         async def initial(c):
-            partitions = await q.topic_partitions(c, opts.topics)
+            partitions = await q.topic_partitions(c, opts.topics, opts.topics_pattern)
             return await resolve_positions(c, partitions, opts.starting_offsets, "latest",
                                            opts.starting_time, opts.poll_timeout_ms)
 
@@ -73,7 +73,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         async def lasts(c):
-            return await q.last_positions(c, await q.topic_partitions(c, self.opts.topics))
+            return await q.last_positions(c, await q.topic_partitions(c, self.opts.topics, self.opts.topics_pattern))
         self._target = self._run(lasts)
         log.info("Trigger.AvailableNow: reading up to %s", offsets_to_json(self._target))
 
@@ -90,7 +90,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         starts = offsets_from_json(start or {})
 
         async def latest(c):
-            partitions = await q.topic_partitions(c, opts.topics)
+            partitions = await q.topic_partitions(c, opts.topics, opts.topics_pattern)
             lasts = await q.last_positions(c, partitions)
             if target is not None:
                 lasts = {p: target[p] for p in partitions if p in target}
@@ -128,4 +128,4 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         log.debug("committed %s", end)
 
     def stop(self) -> None:
-        log.info("stream over %s stopped", ",".join(self.opts.topics))
+        log.info("stream over %s stopped", ",".join(self.opts.topics) or self.opts.topics_pattern)

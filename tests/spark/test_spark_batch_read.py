@@ -88,6 +88,15 @@ def test_partitioned_topic(spark, broker_factory, topic):
     assert df.rdd.getNumPartitions() == sum(map(bool, expected.values()))  # one input partition each
 
 
+def test_topics_pattern_reads_every_matching_topic(spark, broker, official, topic):
+    _produce(official, f"{topic}-a", 0, 3, batching=False)
+    _produce(official, f"{topic}-b", 3, 2, batching=True)
+    _produce(official, f"{topic}x-c", 5, 1, batching=False)  # does not match "<topic>-.*"
+    rows = source(spark, broker.url, topicsPattern=f"{topic}-.*").collect()
+    assert sorted(r.value for r in rows) == [f"m{i}".encode() for i in range(5)]
+    assert {r.topic for r in rows} == {f"{topic}-a", f"{topic}-b"}
+
+
 def test_empty_topic_and_bad_options(spark, broker, official, topic):
     official.create_producer(topic).close()
     assert source(spark, broker.url, topic=topic).count() == 0

@@ -49,7 +49,8 @@ def test_source_options():
     opts = SourceOptions.parse({"service.url": "pulsar://h:1", "topics": "a, b", "maxentriespertrigger": "5"})
     assert opts.topics == ("persistent://public/default/a", "persistent://public/default/b")
     assert opts.max_entries_per_trigger == 5 and opts.fail_on_data_loss
-    with pytest.raises(PulsarOptionError, match="topicsPattern is not supported"):
-        SourceOptions.parse({"service.url": "pulsar://h:1", "topicsPattern": "a.*"})
+    assert SourceOptions.parse({"service.url": "pulsar://h:1", "topicsPattern": "a.*"}).topics_pattern == "a.*"
+    with pytest.raises(PulsarOptionError, match="topicsPattern: not a regular expression"):
+        SourceOptions.parse({"service.url": "pulsar://h:1", "topicsPattern": "a(("})
     with pytest.raises(PulsarOptionError, match="failOnDataLoss"):
         SourceOptions.parse({"service.url": "pulsar://h:1", "topic": "a", "failOnDataLoss": "maybe"})
