@@ -52,6 +52,15 @@ class BrokerConfig:
     dispatcher_pause_on_ack_state_persistent_enabled: bool = False  # dispatcherPauseOnAckStatePersistentEnabled
     managed_ledger_default_mark_delete_rate_limit: float = 1.0  # managedLedgerDefaultMarkDeleteRateLimit
     managed_ledger_cache_size_mb: int = 64  # managedLedgerCacheSizeMB
+    # Geo-replication and PIP-33 (parsed in broker/replication/clusters.py; see docs/replication.md)
+    replication_clusters: str = ""  # peer clusters "name=pulsar://host:port,..." (admin PUT /clusters later)
+    namespace_replication_clusters: str = ""  # "tenant/ns=c1,c2;tenant/ns2=*" (namespace policy later)
+    replicator_prefix: str = "pulsar.repl"  # replicatorPrefix
+    replication_producer_queue_size: int = 1000  # replicationProducerQueueSize (entries in flight)
+    enable_replicated_subscriptions: bool = True  # enableReplicatedSubscriptions
+    replicated_subscriptions_snapshot_frequency_millis: int = 1000  # replicatedSubscriptionsSnapshotFrequencyMillis
+    replicated_subscriptions_snapshot_timeout_seconds: int = 30  # replicatedSubscriptionsSnapshotTimeoutSeconds
+    replicated_subscriptions_snapshot_max_cached_per_subscription: int = 10  # ...MaxCachedPerSubscription
     # ---- application features (issue 7) ----
     extra_namespaces: str = ""  # minipulsar's own until the admin API: "tenant/ns,tenant2/ns2" that exist besides public/default
     delayed_delivery_enabled: bool = True  # delayedDeliveryEnabled
@@ -118,6 +127,10 @@ _VALIDATORS = {
     "keepAliveIntervalSeconds": lambda v: v >= 1,
     "subscriptionKeySharedConsistentHashingReplicaPoints": lambda v: v >= 1,
     "keySharedLookAheadMsgInReplayThresholdPerSubscription": lambda v: v >= 1,
+    "replicationProducerQueueSize": lambda v: v >= 1,
+    "replicatedSubscriptionsSnapshotFrequencyMillis": lambda v: v >= 1,
+    "replicatedSubscriptionsSnapshotTimeoutSeconds": lambda v: v >= 1,
+    "replicatedSubscriptionsSnapshotMaxCachedPerSubscription": lambda v: v >= 1,
     "delayedDeliveryTickTimeMillis": lambda v: v >= 1,
     "brokerDeduplicationEntriesInterval": lambda v: v >= 1,
     "brokerDeduplicationSnapshotIntervalSeconds": lambda v: v >= 0,

@@ -66,14 +66,16 @@ class ServerConnection(asyncio.Protocol):
         self._last_received = time.monotonic()
         self._ping_outstanding = False
         self._next_request_id = 0
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._high_water = config.connection_write_high_water_mark_bytes
 
     # ---- asyncio.Protocol ------------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:
         self.transport = transport
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer_address = f"{peer[0]}:{peer[1]}"
-        high = self.broker.config.connection_write_high_water_mark_bytes
-        transport.set_write_buffer_limits(high=high, low=high // 2)
+        transport.set_write_buffer_limits(high=self._high_water, low=self._high_water // 2)
         self.broker.connections.add(self)
         log.debug("connection from %s", self.peer_address)
 
@@ -154,11 +156,29 @@ class ServerConnection(asyncio.Protocol):
 
     # ---- writing ---------------------------------------------------------------------------
     def send(self, command: api.BaseCommand) -> None:
-        if not self.closed and self.transport is not None:
-            self.transport.write(encode_command(command))
+        self._write(encode_command(command))
+
+    def _write(self, frame: bytes) -> None:
+        """Queue a frame; all frames queued in one turn of the event loop leave in one write,
+        so a burst of receipts or messages costs one system call, not one each."""
+        if self.closed or self.transport is None:
+            return
+        if not self._out:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._out.append(frame)
+        self._out_bytes += len(frame)
+
+    def _flush(self) -> None:
+        held_back = self._out_bytes >= self._high_water
+        out, self._out, self._out_bytes = self._out, [], 0
+        if out and not self.closed and not self.transport.is_closing():
+            self.transport.writelines(out)
+        if held_back and not self._writing_paused:
+            self.resume_writing()  # the queue made consumers wait; the socket took it all
 
     def is_writable(self) -> bool:
-        return not self._writing_paused and not self.closed
+        """False while the socket is backed up, counting frames queued for this loop turn."""
+        return not self._writing_paused and not self.closed and self._out_bytes < self._high_water
 
     def reply_error(self, command: api.BaseCommand, exc: BrokerError) -> None:
         """ERROR for the request that failed; the connection stays open."""
@@ -191,9 +211,7 @@ class ServerConnection(asyncio.Protocol):
             message.consumer_epoch = consumer.epoch
         if ack_set:
             message.ack_set.extend(ack_set)
-        command = api.BaseCommand(type=Type.MESSAGE, message=message)
-        if not self.closed and self.transport is not None:
-            self.transport.write(encode_payload_command(command, entry.data))
+        self._write(encode_payload_command(api.BaseCommand(type=Type.MESSAGE, message=message), entry.data))
 
     def send_active_consumer_change(self, consumer: "Consumer", active: bool) -> None:
         if self.protocol_version >= api.v12:
@@ -270,5 +288,7 @@ class ServerConnection(asyncio.Protocol):
         self.send(api.BaseCommand(type=Type.PING, ping=api.CommandPing()))
 
     def close(self) -> None:
+        """Close after the frames already queued (an ERROR before a protocol close) are written."""
         if self.transport is not None and not self.transport.is_closing():
+            self._flush()
             self.transport.close()

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import TYPE_CHECKING, Callable
 
 from broker.entry_info import entry_info
 from storage import ManagedCursor, Position
@@ -59,7 +59,7 @@ class MessageDeduplication:
         self.pushed: dict[str, int] = {}
         self.persisted: dict[str, int] = {}
         self._last_position: dict[str, tuple[int, Position]] = {}  # name -> (sequence id, position)
-        self._in_flight: dict[tuple[str, int], asyncio.Future] = {}
+        self._in_flight: dict[tuple[str, int], tuple[Position, asyncio.Future]] = {}
         self._since_snapshot = 0
         self._last_durable: Position | None = None
 
@@ -102,9 +102,11 @@ class MessageDeduplication:
         """PRODUCER_SUCCESS.last_sequence_id: the highest sequence id seen from producer_name, or -1."""
         return self.pushed.get(producer_name, -1)
 
-    async def publish(self, producer_name: str, sequence_id: int, highest_sequence_id: int, data: bytes,
-                      append: Callable[[bytes], Awaitable[Position]]) -> Position:
-        """append(data) unless the SEND is a duplicate; returns the position for the receipt."""
+    def append(self, producer_name: str, sequence_id: int, highest_sequence_id: int, data: bytes,
+               append: Callable[[bytes], tuple[Position, asyncio.Future]]) -> tuple[Position, asyncio.Future]:
+        """append(data) unless the SEND is a duplicate. Returns (position, durable future) as
+        PersistentTopic.append does: for a duplicate of an entry still being written, the
+        original's; for one already durable, its position when known (else -1:-1) and a done future."""
         if producer_name.startswith(self.replicator_prefix):
             metadata = entry_info(data).metadata
             if metadata is not None:
@@ -113,40 +115,40 @@ class MessageDeduplication:
         highest = max(sequence_id, highest_sequence_id)
         last_pushed = self.pushed.get(producer_name)
         if last_pushed is not None and sequence_id <= last_pushed:
-            return await self._duplicate(producer_name, sequence_id)
+            return self._duplicate(producer_name, sequence_id)
+        position, durable = append(data)  # raises when the ledger is closed: nothing was pushed
         self.pushed[producer_name] = highest
-        future = asyncio.get_running_loop().create_future()
         key = (producer_name, sequence_id)
-        self._in_flight[key] = future
-        try:
-            position = await append(data)
-        except BaseException as exc:
+        self._in_flight[key] = (position, durable)
+        durable.add_done_callback(lambda f: self._durable(f, key, highest, position))
+        return position, durable
+
+    def _durable(self, future: asyncio.Future, key: tuple[str, int], highest: int, position: Position) -> None:
+        producer_name, sequence_id = key
+        if self._in_flight.get(key, (None, None))[1] is future:
+            del self._in_flight[key]
+        if future.cancelled() or future.exception() is not None:
             # Not stored: a resend must be accepted again.
             if self.pushed.get(producer_name) == highest:
                 self.pushed[producer_name] = self.persisted.get(producer_name, -1)
-            if not future.done():
-                future.set_exception(exc)
-                future.exception()  # retrieved: waiting duplicates see it, nobody else must
-            raise
-        finally:
-            self._in_flight.pop(key, None)
+            return
         if highest >= self.persisted.get(producer_name, -1):
             self.persisted[producer_name] = highest
             self._last_position[producer_name] = (sequence_id, position)
-        future.set_result(position)
         self._entry_durable(position)
-        return position
 
-    async def _duplicate(self, producer_name: str, sequence_id: int) -> Position:
+    def _duplicate(self, producer_name: str, sequence_id: int) -> tuple[Position, asyncio.Future]:
         in_flight = self._in_flight.get((producer_name, sequence_id))
         if in_flight is not None:
-            log.debug("duplicate of in-flight %s/%d: waiting for it", producer_name, sequence_id)
-            return await asyncio.shield(in_flight)
+            log.debug("duplicate of in-flight %s/%d: answered when the original is durable", producer_name, sequence_id)
+            return in_flight
         last = self._last_position.get(producer_name)
         log.debug("duplicate %s/%d not stored", producer_name, sequence_id)
+        done = asyncio.get_running_loop().create_future()
+        done.set_result(None)
         if last is not None and last[0] == sequence_id:
-            return last[1]
-        return UNKNOWN_POSITION
+            return last[1], done
+        return UNKNOWN_POSITION, done
 
     # ---- snapshots ---------------------------------------------------------------------------
     def _entry_durable(self, position: Position) -> None:

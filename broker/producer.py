@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class PendingPublish:
-    """One SEND waiting for its entry to be durable. position or error is set when it completes."""
+    """One SEND waiting for its entry to be durable: position is known at append time, done and
+    error when the entry is on disk or failed."""
 
     sequence_id: int
     highest_sequence_id: int
@@ -30,6 +31,12 @@ class PendingPublish:
     done: bool = False
     position: Position | None = None
     error: BaseException | None = None
+
+
+def _failure(future: asyncio.Future) -> BaseException | None:
+    if future.cancelled():
+        return asyncio.CancelledError()
+    return future.exception()
 
 
 class Producer:
@@ -85,17 +92,18 @@ class Producer:
         """Append data to the topic; on_complete(publish) runs for each publish in send order."""
         pending = PendingPublish(sequence_id, highest_sequence_id, num_messages, len(data))
         self._pending.append(pending)
-        task = asyncio.ensure_future(self.topic.publish(data, self.name, sequence_id, highest_sequence_id))
-        task.add_done_callback(lambda t: self._completed(pending, t, on_complete))
+        try:
+            pending.position, durable = self.topic.append(data, self.name, sequence_id, highest_sequence_id)
+        except Exception as exc:  # the ledger is closed: answer in order like any failure
+            self._completed(pending, exc, on_complete)
+            return
+        # A done-callback, not a task per SEND: appends of one group commit share the future.
+        durable.add_done_callback(lambda f: self._completed(pending, _failure(f), on_complete))
 
-    def _completed(self, pending: PendingPublish, task: asyncio.Future, on_complete) -> None:
+    def _completed(self, pending: PendingPublish, error: BaseException | None, on_complete) -> None:
         pending.done = True
-        if task.cancelled():
-            pending.error = asyncio.CancelledError()
-        elif task.exception() is not None:
-            pending.error = task.exception()
-        else:
-            pending.position = task.result()
+        pending.error = error
+        if error is None:
             self.msg_in += pending.num_messages
             self.bytes_in += pending.size
         while self._pending and self._pending[0].done:

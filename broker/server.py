@@ -23,6 +23,7 @@ from broker.listeners import AdvertisedListeners
 from broker.metadata_store import MetadataStore
 from broker.namespaces import Namespaces
 from broker.schema_registry import SchemaRegistry
+from broker.replication import BrokerReplication
 from broker.topic import PersistentTopic
 from broker.topic_name import TopicName
 from storage import ManagedLedgerFactory
@@ -51,6 +52,8 @@ class Broker:
         self._producer_names = itertools.count()
         self._instance_id = 0
         self.running = False
+        self.replicator_prefix = config.replicator_prefix  # Pulsar replicatorPrefix
+        self.replication = BrokerReplication(self)  # peers, their clients; see broker/replication
 
     @property
     def service_url(self) -> str:
@@ -85,6 +88,7 @@ class Broker:
         self.config.broker_service_port = self._server.sockets[0].getsockname()[1]
         self._keepalive = loop.create_task(self._keepalive_loop())
         self.running = True
+        await self.replication.start()
         log.info("minipulsar broker listening on %s:%d (advertised %s), data dir %s",
                  self.config.bind_address, self.config.broker_service_port, self.service_url,
                  Path(self.config.data_dir).resolve())
@@ -104,6 +108,7 @@ class Broker:
         for topic in list(self.topics.values()):
             await topic.close()
         self.topics.clear()
+        await self.replication.close()
         await self.factory.close()
         await self._server.wait_closed()
         log.info("minipulsar broker stopped")

@@ -8,6 +8,7 @@ Source: Pulsar PersistentSubscription.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Iterable
 
 from broker.batch_acks import BatchAckSets
@@ -21,6 +22,7 @@ from broker.selectors.key_failover import KeyFailoverSelector
 from broker.selectors.sticky_ranges import StickyRangesSelector
 from broker.entry_info import EntryInfo
 from broker.errors import ConsumerBusyError, NotAllowedError
+from broker.replication import is_replicated
 from proto import PulsarApi_pb2 as api
 from storage import Entry, ManagedCursor, Position
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SubType = api.CommandSubscribe.SubType
+RESET_GRACE_SECONDS = 30.0
 SUB_TYPE_NAMES = {
     SubType.Exclusive: "Exclusive",
     SubType.Shared: "Shared",
@@ -53,6 +56,7 @@ class Subscription:
         self.dispatcher: Dispatcher | None = None
         self.redelivery_counts: dict[Position, int] = {}
         self.batch_acks = BatchAckSets()  # partly acked batches (acknowledgmentAtBatchIndexLevelEnabled)
+        self.reset_grace_until = 0.0  # monotonic seconds; see reset_cursor
         self.ack_state_gate = AckStateGate(f"{topic.name}/{name}", cursor, topic.broker.config, self._wake)
 
     def _wake(self) -> None:
@@ -149,6 +153,7 @@ class Subscription:
         self._forget(positions)
         if self.dispatcher is not None:
             self.dispatcher.on_acknowledged()
+        self.topic.replication.on_mark_delete(self)
 
     def acknowledge_cumulative(self, consumer: "Consumer", position: Position) -> None:
         """Cumulative ack: everything at or below position; not allowed on Shared-like types."""
@@ -161,6 +166,7 @@ class Subscription:
         if self.redelivery_counts:
             self._forget([p for p in self.redelivery_counts if p <= position])
         self.dispatcher.on_acknowledged()
+        self.topic.replication.on_mark_delete(self)
 
     def _forget(self, positions: Iterable[Position]) -> None:
         for position in positions:
@@ -173,7 +179,9 @@ class Subscription:
 
     def on_marker(self, entry: Entry, info: EntryInfo) -> None:
         """A server-only marker reached dispatch: acknowledge it so it never blocks the backlog."""
+        self.topic.replication.on_marker(self, entry, info)  # PIP-33: snapshot markers fill the cache
         self.cursor.delete([entry.position])
+        self.topic.replication.on_mark_delete(self)
 
     # ---- cursor moves ----------------------------------------------------------------------
     def disconnect_consumers(self) -> None:
@@ -182,7 +190,10 @@ class Subscription:
             consumer.connection.close_consumer_by_broker(consumer)
 
     def reset_cursor(self, position: Position) -> None:
-        """Seek: the next entry delivered is `position`; consumers are disconnected first, as in Pulsar."""
+        """Seek: the next entry delivered is `position`; consumers are disconnected first, as in Pulsar.
+        A reader's (non-durable) subscription outlives that disconnect for RESET_GRACE_SECONDS, so
+        the reader reconnects to the reset cursor instead of its original start position."""
+        self.reset_grace_until = time.monotonic() + RESET_GRACE_SECONDS
         self.disconnect_consumers()
         if self.dispatcher is not None:
             self.dispatcher.reset()
@@ -208,6 +219,11 @@ class Subscription:
 
     # ---- stats -----------------------------------------------------------------------------
     @property
+    def replicated(self) -> bool:
+        """PIP-33: the cursor carries pulsar.replicated.subscription = 1 (see broker/replication)."""
+        return is_replicated(self)
+
+    @property
     def backlog(self) -> int:
         return self.cursor.number_of_entries_in_backlog()
 
@@ -217,6 +233,7 @@ class Subscription:
             "type": SUB_TYPE_NAMES.get(self.sub_type, "None") if self.sub_type is not None else "None",
             "msgBacklog": self.backlog,
             "isDurable": self.durable,
+            "isReplicated": self.replicated,
             "markDeletePosition": str(self.cursor.mark_delete_position),
             "readPosition": str(self.cursor.read_position),
             "nonContiguousDeletedMessagesRanges": self.cursor.individually_deleted_ranges_count,

@@ -6,15 +6,18 @@ their cursors after a restart). Source: Pulsar PersistentTopic.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from broker.access_modes import ProducerAccess
 from broker.deduplication import CURSOR_NAME as DEDUP_CURSOR_NAME, MessageDeduplication
-from broker.errors import PersistenceFailedError, ProducerBusyError, SubscriptionNotFoundError
+from broker.errors import PersistenceFailedError, ProducerBusyError, ServiceNotReadyError, SubscriptionNotFoundError
+from broker.replication import TopicReplication
 from broker.subscription import Subscription
 from broker.topic_name import TopicName
-from storage import ManagedLedger, PersistenceError, Position
+from storage import LedgerClosedError, ManagedLedger, PersistenceError, Position
 
 if TYPE_CHECKING:
     from broker.producer import Producer
@@ -41,6 +44,7 @@ class PersistentTopic:
         for cursor_name, cursor in ledger.cursors.items():
             if not cursor_name.startswith(broker.replicator_prefix + ".") and cursor_name != DEDUP_CURSOR_NAME:
                 self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor, durable=True)
+        self.replication = TopicReplication(self)  # replicators and PIP-33 snapshots (broker/replication)
 
     def __repr__(self) -> str:
         return f"PersistentTopic({self.name})"
@@ -61,6 +65,7 @@ class PersistentTopic:
         for subscription in list(self.subscriptions.values()):
             if subscription.dispatcher is not None:
                 subscription.dispatcher.wake()
+        self.replication.on_durable()
 
     # ---- producers -------------------------------------------------------------------------
     def add_producer(self, producer: "Producer") -> None:
@@ -75,20 +80,33 @@ class PersistentTopic:
             del self.producers[producer.name]
         self.access.removed(producer)
 
-    async def publish(self, data: bytes, producer_name: str | None = None, sequence_id: int = 0,
-                      highest_sequence_id: int = 0) -> Position:
-        """Append one entry; returns its position once durable; raises PersistenceFailedError.
-        With deduplication on and a producer name given, a duplicate is not appended and the
-        position is the original's, or (-1, -1) when unknown (broker/deduplication.py)."""
+    def append(self, data: bytes, producer_name: str | None = None, sequence_id: int = 0,
+               highest_sequence_id: int = 0) -> tuple[Position, asyncio.Future]:
+        """Queue one entry: its position and a future done when it is durable (storage
+        PersistenceError on failure). Raises ServiceNotReadyError when the ledger is closed.
+        With deduplication on and a producer name given, a duplicate is not appended: the answer is
+        the original's position and durability, or (-1, -1) and a done future when the original is
+        durable and its position unknown (broker/deduplication.py)."""
         if self.deduplication is not None and producer_name is not None:
-            return await self.deduplication.publish(producer_name, sequence_id, highest_sequence_id, data, self._append)
-        return await self._append(data)
+            return self.deduplication.append(producer_name, sequence_id, highest_sequence_id, data, self._append_entry)
+        return self._append_entry(data)
 
-    async def _append(self, data: bytes) -> Position:
+    def _append_entry(self, data: bytes) -> tuple[Position, asyncio.Future]:
         try:
-            return await self.ledger.add_entry(data)
+            appended = self.ledger.append(data)
+        except LedgerClosedError as exc:
+            raise ServiceNotReadyError(str(exc)) from exc
+        self.replication.on_appended(data)
+        return appended
+
+    async def publish(self, data: bytes) -> Position:
+        """Append one entry; returns its position once durable; raises PersistenceFailedError."""
+        position, durable = self.append(data)
+        try:
+            await durable
         except PersistenceError as exc:
             raise PersistenceFailedError(str(exc)) from exc
+        return position
 
     # ---- subscriptions ---------------------------------------------------------------------
     async def subscribe(self, name: str, durable: bool, initial_position: str, start: Position | None) -> Subscription:
@@ -122,9 +140,15 @@ class PersistentTopic:
             await subscription.cursor.close()
 
     async def consumer_closed(self, subscription: Subscription) -> None:
-        """A non-durable subscription ends with its last consumer."""
-        if not subscription.durable and not subscription.consumers and self.subscriptions.get(subscription.name) is subscription:
-            await self.remove_subscription(subscription.name)
+        """A non-durable subscription ends with its last consumer (after a seek, once its grace
+        period passes with nobody back)."""
+        if subscription.durable or subscription.consumers or self.subscriptions.get(subscription.name) is not subscription:
+            return
+        grace = subscription.reset_grace_until - time.monotonic()
+        if grace > 0:
+            asyncio.get_running_loop().call_later(grace, lambda: self.broker.spawn(self.consumer_closed(subscription)))
+            return
+        await self.remove_subscription(subscription.name)
 
     # ---- lifecycle and stats ---------------------------------------------------------------
     async def close(self) -> None:
@@ -132,6 +156,7 @@ class PersistentTopic:
         self.ledger.remove_entry_listener(self._on_new_entries)
         if self.deduplication is not None:
             self.deduplication.take_snapshot()
+        await self.replication.close()
         for subscription in self.subscriptions.values():
             subscription.stop()
         await self.ledger.close()
@@ -147,4 +172,5 @@ class PersistentTopic:
             "deduplicationStatus": "Enabled" if self.deduplication is not None else "Disabled",
             "publishers": [p.stats() for p in self.producers.values()],
             "subscriptions": {name: s.stats() for name, s in self.subscriptions.items()},
+            "replication": self.replication.stats(),
         }

@@ -28,6 +28,7 @@ from client.producer.producer import Producer
 from client.reader import Reader
 from client.schema import BytesSchema, Schema
 from client.topic_name import normalize, partition_name
+from proto.topic_name import partitioned_base
 from proto import PulsarApi_pb2 as api
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,13 @@ class Client:
         topic = normalize(topic)
         count = await self.lookup.partitions_with_retry(topic, self.operation_timeout)
         return [partition_name(topic, i) for i in range(count)] if count else [topic]
+
+    async def get_topics_of_namespace(self, namespace: str) -> list[str]:
+        """Persistent topics of namespace ('tenant/ns'), partitioned topics by their base name,
+        sorted (GET_TOPICS_OF_NAMESPACE; the official client does the same suffix stripping)."""
+        self._check_open()
+        names = await self.lookup.topics_of_namespace(namespace)
+        return sorted({partitioned_base(name) for name in names})
 
     # ---- producers -------------------------------------------------------------------------
     async def create_producer(self, topic: str, producer_name: str | None = None, schema: Schema | None = None,

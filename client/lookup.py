@@ -59,6 +59,16 @@ class LookupService:
             raise LookupError(f"partition metadata for {topic} failed: {reply.message or 'empty response'}")
         return reply.partitions
 
+    async def topics_of_namespace(self, namespace: str) -> list[str]:
+        """Persistent topics of namespace ('tenant/ns'), partitions by their own names."""
+        cnx = await self.pool.get(self.service_url)
+        request_id = self.new_request_id()
+        reply = await cnx.request(api.BaseCommand(
+            type=Type.GET_TOPICS_OF_NAMESPACE,
+            getTopicsOfNamespace=api.CommandGetTopicsOfNamespace(request_id=request_id, namespace=namespace),
+        ), request_id)
+        return list(reply.topics)
+
     async def lookup(self, topic: str) -> tuple[str, str]:
         """(logical broker URL, physical URL to dial) serving topic, following redirects."""
         url, authoritative = self.service_url, False

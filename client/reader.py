@@ -39,6 +39,11 @@ class Reader:
         except AlreadyClosed:
             raise StopAsyncIteration from None
 
+    async def get_last_message_id(self) -> MessageId:
+        """The id of the topic's last message (entry id -1 when it never held one); an extension:
+        the official Reader has no such call. Raises OperationNotSupported on partitioned topics."""
+        return await self._consumer.get_last_message_id()
+
     async def has_message_available(self) -> bool:
         """True when read_next() would return a message without waiting for a new publish."""
         consumer = self._consumer

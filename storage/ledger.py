@@ -114,6 +114,16 @@ class ManagedLedger:
 
         Raises LedgerClosedError when closed, PersistenceError when the write failed.
         """
+        position, durable = self.append(data)
+        await durable
+        return position
+
+    def append(self, data: bytes) -> tuple[Position, asyncio.Future]:
+        """Queue ``data`` without waiting: returns its Position and a future that completes (None)
+        once the entry is on disk, or fails with PersistenceError. Many appends share one future
+        (one per group-commit chunk), so callers on a hot path add a done-callback instead of
+        creating a task per entry. Raises LedgerClosedError when closed.
+        """
         if self._state is not _OPEN:
             raise LedgerClosedError(f"managed ledger {self.name} is closed")
         if type(data) is not bytes:
@@ -134,8 +144,7 @@ class ManagedLedger:
         if not self._kick_scheduled and self._in_flight is None:
             self._kick_scheduled = True
             self._loop.call_soon(self._kick)
-        await tail[1]
-        return Position(ledger_id, entry_id)
+        return Position(ledger_id, entry_id), tail[1]
 
     def _kick(self) -> None:
         """Hand everything pending to the writer as one batch (group commit)."""

@@ -8,6 +8,7 @@ Source: Pulsar PersistentDispatcherSingleActiveConsumer / AbstractDispatcherSing
 """
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from broker.dispatchers.base import Dispatcher
@@ -28,7 +29,9 @@ class SingleActiveConsumerDispatcher(Dispatcher):
 
     def add_consumer(self, consumer: "Consumer") -> None:
         self.consumers.append(consumer)
-        self._elect()
+        if not self._elect() and self.failover:
+            # The active consumer stayed: only the newcomer needs to hear who it is.
+            asyncio.get_running_loop().call_soon(self._notify_active, [consumer])
         self.wake()
 
     def remove_consumer(self, consumer: "Consumer") -> None:
@@ -36,21 +39,28 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         self._elect()
         self.wake()
 
-    def _elect(self) -> None:
-        """Pick the active consumer; on a change, move the old one's pending entries to redelivery."""
+    def _elect(self) -> bool:
+        """Pick the active consumer; on a change (returns True), move the old one's pending entries
+        to redelivery and tell every consumer."""
         chosen = None
         if self.consumers:
             ordered = sorted(self.consumers, key=lambda c: (c.priority_level, c.name, c.consumer_id))
             index = max(self.subscription.topic.partition_index, 0) % len(ordered)
             chosen = ordered[index]
         if chosen is self.active:
-            return
+            return False
         previous, self.active = self.active, chosen
         if previous is not None and not previous.closed:
             self.redelivery.update(previous.take_pending())
         if self.failover:
-            for consumer in self.consumers:
-                consumer.connection.send_active_consumer_change(consumer, consumer is chosen)
+            # Next loop turn: a joining consumer's SUBSCRIBE success goes out before the notice.
+            asyncio.get_running_loop().call_soon(self._notify_active, None)
+        return True
+
+    def _notify_active(self, consumers: list["Consumer"] | None) -> None:
+        for consumer in self.consumers if consumers is None else consumers:
+            if not consumer.closed:
+                consumer.connection.send_active_consumer_change(consumer, consumer is self.active)
 
     def _read_limit(self) -> int:
         active = self.active

@@ -10,6 +10,7 @@ from broker.deduplication import CURSOR_NAME as DEDUP_CURSOR_NAME
 from broker.entry_info import entry_info, publish_time_of
 from broker.errors import ConsumerBusyError, NotAllowedError
 from broker.message_id import INT64_MAX, position_of, set_message_id
+from broker.replication import last_data_position
 from broker.topic import EARLIEST
 from broker.topic_name import TopicName
 from proto import PulsarApi_pb2 as api
@@ -52,6 +53,8 @@ async def handle_subscribe(conn: "ServerConnection", frame: Frame) -> None:
         await broker.schemas.check_for_consumer(topic.name, request.schema, idle)  # IncompatibleSchema
     initial = "earliest" if request.initialPosition == api.CommandSubscribe.Earliest else "latest"
     subscription = await topic.subscribe(request.subscription, request.durable, initial, _reader_start(request))
+    state = request.replicate_subscription_state if request.HasField("replicate_subscription_state") else None
+    topic.replication.subscribe_requested(subscription, state)  # PIP-33 tri-state
     consumer = Consumer(
         subscription, conn, request.consumer_id,
         request.consumer_name or f"consumer-{request.consumer_id}", request.subType,
@@ -211,7 +214,7 @@ async def handle_get_last_message_id(conn: "ServerConnection", frame: Frame) -> 
     if consumer is None:
         raise NotAllowedError(f"consumer {request.consumer_id} not found")
     topic = consumer.subscription.topic
-    last = topic.ledger.last_confirmed_position
+    last = await last_data_position(topic.ledger)  # never a marker (PIP-33)
     reply = api.CommandGetLastMessageIdResponse(request_id=request.request_id)
     set_message_id(reply.last_message_id, last, topic.partition_index)
     if last.entry_id >= 0:

@@ -107,3 +107,12 @@ async def test_seek_by_publish_time(bundled, topic, durable):
         except Timeout:
             break
     assert got == [3, 4, 5]
+
+
+async def test_reader_last_message_id_and_namespace_topics(bundled, topic):
+    ids = await _publish(bundled, topic, 3)
+    reader = await bundled.create_reader(topic, mp.MessageId.earliest)
+    last = await reader.get_last_message_id()
+    assert (last.ledger_id(), last.entry_id()) == (ids[-1].ledger_id(), ids[-1].entry_id())
+    await reader.close()
+    assert topic in await bundled.get_topics_of_namespace("public/default")

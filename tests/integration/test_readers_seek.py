@@ -112,3 +112,19 @@ def test_get_last_message_id_points_at_the_last_batch_index(client, topic):
     producer.flush()
     last = consumer.get_last_message_id()
     assert last.batch_index() == 4
+
+
+def test_reader_seek_by_time_and_by_id(client, topic, broker):
+    producer, ids = produce(client, topic, 3)
+    time.sleep(0.05)
+    middle = int(time.time() * 1000)
+    time.sleep(0.05)
+    for i in range(3, 6):
+        producer.send(str(i).encode())
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    assert read_all(reader) == [0, 1, 2, 3, 4, 5]
+    reader.seek(middle)
+    assert read_all(reader, 2000) == [3, 4, 5]
+    reader.seek(ids[1])
+    assert read_all(reader, 2000) == [2, 3, 4, 5]
+    reader.close()

@@ -1,0 +1,14 @@
+"""Geo-replication between broker instances and PIP-33 replicated subscriptions.
+
+Modules: clusters (settings), broker_replication (per broker: clients, start-up loading),
+topic_replication (per topic: the hooks), replicator (copying entries to one remote cluster),
+remote_producer (the bundled client's producer, sending stored entries), markers (marker entries),
+snapshot_controller (the snapshot protocol), snapshot_cache (per-subscription snapshots).
+See docs/replication.md.
+"""
+from broker.replication.broker_replication import BrokerReplication
+from broker.replication.markers import last_data_position
+from broker.replication.topic_replication import REPLICATED_SUBSCRIPTION_PROPERTY, TopicReplication, is_replicated
+
+__all__ = ["BrokerReplication", "REPLICATED_SUBSCRIPTION_PROPERTY", "TopicReplication", "is_replicated",
+           "last_data_position"]

@@ -1,0 +1,212 @@
+"""Everything replication adds to one topic, behind the few hooks PersistentTopic, Subscription and
+the SUBSCRIBE / GET_LAST_MESSAGE_ID handlers call:
+
+* one Replicator per remote cluster of the topic's namespace (started when the topic loads,
+  stopped when it closes);
+* the SnapshotController (PIP-33) and the markers it writes (write_marker);
+* the replicated flag of subscriptions — the cursor long property ``pulsar.replicated.subscription``
+  = 1 — and their SnapshotCaches;
+* applying UPDATE markers (cumulative ack, creating the subscription when missing).
+
+A topic of a namespace that does not replicate gets an inert TopicReplication: every hook returns
+at once. Source: Pulsar PersistentTopic (replicators, checkReplicatedSubscriptionControllerState),
+PersistentSubscription (REPLICATED_SUBSCRIPTION_PROPERTY).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from broker.entry_info import EntryInfo
+from broker.replication import markers as mk
+from broker.replication.replicator import Replicator
+from broker.replication.snapshot_cache import SnapshotCache
+from broker.replication.snapshot_controller import SnapshotController
+from proto.errors import FrameError
+from storage import Entry, Position
+
+if TYPE_CHECKING:
+    from broker.subscription import Subscription
+    from broker.topic import PersistentTopic
+
+log = logging.getLogger(__name__)
+
+REPLICATED_SUBSCRIPTION_PROPERTY = "pulsar.replicated.subscription"
+
+
+def is_replicated(subscription: "Subscription") -> bool:
+    """Whether the subscription's cursor carries pulsar.replicated.subscription = 1."""
+    return subscription.durable and subscription.cursor.properties.get(REPLICATED_SUBSCRIPTION_PROPERTY) == 1
+
+
+def set_replicated(subscription: "Subscription", enabled: bool) -> None:
+    """Set or clear the long property; it travels with every later mark-delete and is persisted."""
+    if not subscription.durable or is_replicated(subscription) == enabled:
+        return
+    properties = subscription.cursor.properties
+    if enabled:
+        properties[REPLICATED_SUBSCRIPTION_PROPERTY] = 1
+    else:
+        properties.pop(REPLICATED_SUBSCRIPTION_PROPERTY, None)
+    subscription.cursor.mark_delete(subscription.cursor.mark_delete_position, properties)
+    log.info("%s: replicated = %s", subscription, enabled)
+
+
+class TopicReplication:
+    """topic: the PersistentTopic. Construct from the topic's __init__ (inside the event loop)."""
+
+    def __init__(self, topic: "PersistentTopic"):
+        self.topic = topic
+        broker = topic.broker
+        self.clients = broker.replication
+        self.config = broker.config
+        self.remotes = self.clients.settings.remotes_for(topic.name.namespace_name)
+        self.replicators: dict[str, Replicator] = {}
+        self.controller: SnapshotController | None = None
+        self.caches: dict[str, SnapshotCache] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._closed = False
+        if self.remotes:
+            self._spawn(self._start())
+
+    @property
+    def active(self) -> bool:
+        return bool(self.remotes) and not self._closed
+
+    async def _start(self) -> None:
+        for remote in self.remotes:
+            replicator = Replicator(self, remote)
+            await replicator.start()
+            if self._closed:
+                await replicator.close()
+                return
+            self.replicators[remote] = replicator
+        if self.config.enable_replicated_subscriptions:
+            self.controller = SnapshotController(self)
+            self.controller.start()
+        log.info("%s: replicating to %s", self.topic.name, ", ".join(self.remotes))
+
+    async def close(self) -> None:
+        """Stop the controller and the replicators (their cursors stay, with their backlog)."""
+        self._closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.controller is not None:
+            await self.controller.close()
+        await asyncio.gather(*(r.close() for r in self.replicators.values()), return_exceptions=True)
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s: replication task failed", self.topic.name, exc_info=task.exception())
+
+    # ---- hooks from the topic ----------------------------------------------------------------
+    def on_appended(self, data: bytes) -> None:
+        """An entry was queued for the ledger: data (non-marker) entries arm the next snapshot."""
+        if self.active and self.controller is not None and not mk.is_marker_entry(data):
+            self.controller.data_written()
+
+    def on_durable(self) -> None:
+        """New entries became readable: wake the replicators."""
+        if self.active:
+            for replicator in self.replicators.values():
+                replicator.wake()
+
+    async def write_marker(self, marker_type: int, message, replicate_to=()) -> Position:
+        """Append a marker entry to the topic; returns its position."""
+        return await self.topic.publish(mk.new_marker(marker_type, message, replicate_to))
+
+    def has_replicated_subscriptions(self) -> bool:
+        return any(is_replicated(s) for s in self.topic.subscriptions.values())
+
+    # ---- hooks from subscriptions and the SUBSCRIBE handler ----------------------------------
+    def subscribe_requested(self, subscription: "Subscription", state: bool | None) -> None:
+        """SUBSCRIBE's replicate_subscription_state: None (absent) changes nothing; True marks the
+        subscription replicated; False only keeps a new subscription unreplicated (an existing
+        replicated one is switched off by the admin API only, as the C++ client always sends false)."""
+        if state:
+            set_replicated(subscription, True)
+
+    def on_marker(self, subscription: "Subscription", entry: Entry, info: EntryInfo) -> None:
+        """A dispatcher read past a marker: SNAPSHOT markers go to replicated subscriptions' caches."""
+        if info.marker_type != mk.SNAPSHOT or not self.active or not is_replicated(subscription):
+            return
+        try:
+            _, snapshot = mk.parse_marker(entry.data, info.metadata)
+        except FrameError:
+            log.warning("%s: unparsable snapshot marker at %s", subscription, entry.position)
+            return
+        cache = self.caches.get(subscription.name)
+        if cache is None:
+            cache = self.caches[subscription.name] = SnapshotCache(
+                subscription.name, self.config.replicated_subscriptions_snapshot_max_cached_per_subscription,
+                self.topic.ledger.count_entries_between)
+        cache.add(mk.position_of(snapshot.local_message_id), snapshot)
+
+    def on_mark_delete(self, subscription: "Subscription") -> None:
+        """The subscription's acks may have moved its mark-delete past a cached snapshot: send UPDATE."""
+        cache = self.caches.get(subscription.name)
+        if cache is None or not self.active:
+            return
+        snapshot = cache.advanced_mark_delete(subscription.cursor.mark_delete_position)
+        if snapshot is None:
+            return
+        update = mk.MESSAGE_TYPES[mk.UPDATE](subscription_name=subscription.name)
+        update.clusters.extend(snapshot.clusters)
+        log.debug("%s: mark-delete passed snapshot %s; updating %s", subscription, snapshot.snapshot_id,
+                  [c.cluster for c in snapshot.clusters])
+        self._spawn(self.write_marker(mk.UPDATE, update))
+
+    # ---- markers arriving through a replicator -----------------------------------------------
+    def received_marker(self, remote: str, entry: Entry, metadata) -> None:
+        """A replicated-subscription marker from `remote`, read by the replicator toward it."""
+        try:
+            marker_type, message = mk.parse_marker(entry.data, metadata)
+        except FrameError:
+            log.warning("%s: unparsable marker from %s at %s", self.topic.name, remote, entry.position)
+            return
+        if marker_type == mk.SNAPSHOT_REQUEST:
+            controller = self.controller or SnapshotController(self)  # answering needs no timer
+            self._spawn(controller.on_request(message, entry.position))
+        elif marker_type == mk.SNAPSHOT_RESPONSE:
+            if self.controller is not None:
+                self._spawn(self.controller.on_response(message, entry.position))
+        elif marker_type == mk.UPDATE:
+            self._spawn(self.apply_update(message))
+
+    async def apply_update(self, update) -> None:
+        """Move subscription_name to this cluster's position in the update (creating it, replicated,
+        at the earliest position when missing). Positions only move forward."""
+        own = [c for c in update.clusters if c.cluster == self.config.cluster_name]
+        if not own:
+            return
+        position = mk.position_of(own[0].message_id)
+        name = update.subscription_name
+        subscription = self.topic.subscriptions.get(name)
+        if subscription is None:
+            subscription = await self.topic.subscribe(name, True, "earliest", None)
+            set_replicated(subscription, True)
+            log.info("%s: created replicated subscription %s from an update", self.topic.name, name)
+        if position <= subscription.cursor.mark_delete_position:
+            return
+        subscription.cursor.mark_delete(position)
+        for consumer in subscription.consumers:
+            consumer.remove_pending_up_to(position)
+        if subscription.dispatcher is not None:
+            subscription.dispatcher.on_acknowledged()
+        log.debug("%s: moved to %s by a replicated-subscription update", subscription, position)
+
+    # ---- stats -------------------------------------------------------------------------------
+    def stats(self) -> dict:
+        """TopicStats.replication: remote cluster -> ReplicatorStats."""
+        return {remote: r.stats() for remote, r in self.replicators.items()}
+
+    def snapshot_stats(self) -> dict:
+        return self.controller.stats() if self.controller is not None else {}
