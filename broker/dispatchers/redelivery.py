@@ -57,6 +57,11 @@ class RedeliverySet:
             self.discard(position)
         return taken
 
+    def hashes(self) -> list[tuple[int, SortedList]]:
+        """(hash, its waiting positions ascending) for every hash, in the order hashes started
+        waiting (a hash that empties and comes back goes to the end)."""
+        return list(self._by_hash.items())
+
     def contains_hash(self, key_hash: int) -> bool:
         return key_hash in self._by_hash
 

@@ -51,6 +51,7 @@ class StickyKeyDispatcher(Dispatcher):
         self.gainers_join = gainers_join
         self.look_ahead = look_ahead
         self.recently_joined: dict[Consumer, Position] = {}
+        self._owners: dict[int, Consumer | None] = {}
         ledger = subscription.topic.ledger
         self.sent = LastSentTracker(self.cursor.mark_delete_position, ledger.next_valid_position, self.cursor.is_deleted)
 
@@ -63,6 +64,7 @@ class StickyKeyDispatcher(Dispatcher):
     def add_consumer(self, consumer: "Consumer") -> None:
         before = self.selector.consumer_ranges()
         self.selector.add_consumer(consumer)  # raises ConsumerAssignError: nothing changed then
+        self._owners.clear()
         self.consumers.append(consumer)
         self._joined([consumer] + (self._gainers(before) if self.gainers_join else []))
         self.wake()
@@ -70,10 +72,19 @@ class StickyKeyDispatcher(Dispatcher):
     def remove_consumer(self, consumer: "Consumer") -> None:
         before = self.selector.consumer_ranges()
         self.selector.remove_consumer(consumer)
+        self._owners.clear()
         self.recently_joined.pop(consumer, None)
         super().remove_consumer(consumer)
         if self.gainers_join:
             self._joined(self._gainers(before))
+
+    def _owner(self, key_hash: int) -> "Consumer | None":
+        """selector.select, memoised until the consumers change (selectors are deterministic)."""
+        try:
+            return self._owners[key_hash]
+        except KeyError:
+            owner = self._owners[key_hash] = self.selector.select(key_hash)
+            return owner
 
     def _gainers(self, before: dict) -> list["Consumer"]:
         """Consumers that own a slot now that they did not own in `before`."""
@@ -132,23 +143,26 @@ class StickyKeyDispatcher(Dispatcher):
         return await self.cursor.read_entries(limit, self.max_read_bytes)
 
     def _replayable(self, limit: int) -> list[Position]:
-        """Positions in the redelivery set whose consumer could take them now, lowest first;
-        a hash stays blocked after its first position that cannot go, so order holds."""
+        """Positions in the redelivery set whose consumer could take them now, lowest first.
+
+        Works hash by hash (hashes in the order they started waiting), not entry by entry: the set
+        can hold many thousands of entries of blocked hashes. Within a hash it stops at the first
+        position that cannot go, so a key's order holds."""
         budget = {c: c.permits for c in self.consumers if c.can_receive()}
-        blocked: set[int] = set()
-        chosen = []
-        for position, key_hash in self.redelivery:
-            if len(chosen) >= limit or not budget:
+        chosen: list[Position] = []
+        for key_hash, positions in self.redelivery.hashes():
+            consumer = self._owner(key_hash)
+            if consumer is None or budget.get(consumer, 0) <= 0:
+                continue
+            for position in positions:
+                if budget[consumer] <= 0 or not self._allowed(consumer, position, key_hash):
+                    break
+                budget[consumer] -= 1
+                chosen.append(position)
+            if not any(b > 0 for b in budget.values()):
                 break
-            if key_hash in blocked:
-                continue
-            consumer = self.selector.select(key_hash)
-            if consumer is None or budget.get(consumer, 0) <= 0 or not self._allowed(consumer, position, key_hash):
-                blocked.add(key_hash)
-                continue
-            budget[consumer] -= 1
-            chosen.append(position)
-        return chosen
+        chosen.sort()
+        return chosen[:limit]
 
     # ---- dispatching -----------------------------------------------------------------------
     def _redelivery_hash(self, info: EntryInfo) -> int:
@@ -169,7 +183,7 @@ class StickyKeyDispatcher(Dispatcher):
         held_back: set[int] = set()
         for entry, info in entries:
             key_hash = self.selector.slot(murmur3_31(sticky_key(info.metadata)))
-            consumer = self.selector.select(key_hash)
+            consumer = self._owner(key_hash)
             if (
                 consumer is None
                 or not consumer.can_receive()
