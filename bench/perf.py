@@ -195,7 +195,12 @@ def main() -> None:
     print(f"{args.messages} messages of {args.size} B")
     try:
         for url in urls:
-            for name, row in bench_url(url, args):
+            try:
+                rows = bench_url(url, args)
+            except Exception as exc:  # one broker failing must not hide the others' figures
+                print(f"{url}: failed: {type(exc).__name__}: {exc}")
+                continue
+            for name, row in rows:
                 figures = "  ".join(f"{k} {v:,.1f}" for k, v in row.items())
                 print(f"{name:60s} {figures}")
     finally:
