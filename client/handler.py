@@ -127,3 +127,13 @@ class HandlerBase:
 
     def _on_terminal_failure(self, exc: Exception) -> None:
         """The handle cannot reconnect any more."""
+
+
+async def start_all(handles) -> None:
+    """Start every per-partition handle together; if any fails, close them all and raise the
+    first error (a producer or consumer is usable only with all its partitions)."""
+    results = await asyncio.gather(*(h.start() for h in handles), return_exceptions=True)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if errors:
+        await asyncio.gather(*(h.close() for h in handles), return_exceptions=True)
+        raise errors[0]

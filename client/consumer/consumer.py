@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from client.consumer.message_queue import MessageQueue
 from client.consumer.partition_consumer import ConsumerConfig, PartitionConsumer
 from client.exceptions import AlreadyClosed, OperationNotSupported
+from client.handler import start_all
 from client.message import Message
 from client.message_id import MessageId
 from client.topic_name import partition_name
@@ -49,11 +50,7 @@ class Consumer:
         self._closed = False
 
     async def _start(self) -> "Consumer":
-        results = await asyncio.gather(*(impl.start() for impl in self._impls), return_exceptions=True)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            await asyncio.gather(*(impl.close() for impl in self._impls), return_exceptions=True)
-            raise errors[0]
+        await start_all(self._impls)
         return self
 
     def _impl_for(self, message_id: MessageId) -> PartitionConsumer:

@@ -14,11 +14,12 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from client.exceptions import AlreadyClosed
+from client.handler import start_all
 from client.message_id import MessageId
+from client.options import PartitionsRoutingMode
 from client.producer.batch import PendingMessage
 from client.producer.partition_producer import PartitionProducer, ProducerConfig
 from client.producer.router import Router
-from client.options import PartitionsRoutingMode
 from client.topic_name import partition_name
 
 if TYPE_CHECKING:
@@ -53,11 +54,7 @@ class Producer:
         self._closed = False
 
     async def _start(self) -> "Producer":
-        results = await asyncio.gather(*(impl.start() for impl in self._impls), return_exceptions=True)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            await asyncio.gather(*(impl.close() for impl in self._impls), return_exceptions=True)
-            raise errors[0]
+        await start_all(self._impls)
         return self
 
     # ---- the official API ------------------------------------------------------------------
