@@ -7,7 +7,3 @@ class FrameError(Exception):
 
 class FrameTooLargeError(FrameError):
     """A frame's size field exceeds the limit (maxMessageSize + 10 KiB padding)."""
-
-
-class ChecksumMismatchError(FrameError):
-    """A payload's CRC32C does not match the one in its header (magic 0x0e01)."""

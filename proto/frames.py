@@ -16,7 +16,7 @@ import crc32c as _crc32c
 from google.protobuf.message import DecodeError
 
 from proto import PulsarApi_pb2 as api
-from proto.errors import ChecksumMismatchError, FrameError, FrameTooLargeError
+from proto.errors import FrameError, FrameTooLargeError
 
 MAGIC_CRC32C = 0x0E01
 MAGIC_BROKER_ENTRY_METADATA = 0x0E02

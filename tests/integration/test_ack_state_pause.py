@@ -1,13 +1,12 @@
 """PIP-299: with dispatcherPauseOnAckStatePersistentEnabled, multi-consumer dispatch pauses while
 the ack holes at the last cursor persist exceed managedLedgerMaxUnackedRangesToPersist (50 here,
 as in Pulsar's own tests)."""
-import time
 
 import pulsar
 import pytest
 
-from tests.integration.test_key_shared import wait_for
-from tests.integration.test_subscriptions import drain
+from tests.integration.helpers import wait_for
+from tests.integration.helpers import drain
 
 CAP = 50
 

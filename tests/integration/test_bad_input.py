@@ -1,57 +1,14 @@
 """Malformed input closes only the offending connection; the broker and other clients carry on."""
-import collections
-import socket
 import struct
 
 import pulsar
 import pytest
 
 from proto import PulsarApi_pb2 as api
-from proto.frames import FrameDecoder, build_headers_and_payload, encode_command, encode_payload_command
+from proto.frames import build_headers_and_payload
+from tests.integration.helpers import RawConnection
 
 Type = api.BaseCommand.Type
-
-
-class RawConnection:
-    """A bare socket speaking frames, to send what no real client would."""
-
-    def __init__(self, url: str):
-        host, port = url.removeprefix("pulsar://").split(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=2)
-        self.decoder = FrameDecoder()
-        self.pending: collections.deque = collections.deque()
-
-    def send_raw(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def send(self, command: api.BaseCommand, payload: bytes | None = None) -> None:
-        self.send_raw(encode_command(command) if payload is None else encode_payload_command(command, payload))
-
-    def receive(self) -> api.BaseCommand:
-        while not self.pending:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("closed by broker")
-            self.pending.extend(frame.command for frame in self.decoder.feed(chunk))
-        return self.pending.popleft()
-
-    def is_closed_by_peer(self) -> bool:
-        """True when the broker closed the socket (reads EOF) within the socket timeout."""
-        try:
-            while True:
-                if not self.sock.recv(65536):
-                    return True
-        except (ConnectionResetError, BrokenPipeError):
-            return True
-        except socket.timeout:
-            return False
-
-    def connect(self) -> api.BaseCommand:
-        self.send(api.BaseCommand(type=Type.CONNECT, connect=api.CommandConnect(client_version="raw", protocol_version=20)))
-        return self.receive()
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture
@@ -131,7 +88,7 @@ def test_wrong_checksum_gets_send_error_and_the_connection_survives(raw, topic):
     conn = raw()
     conn.connect()
     _create_producer(conn, topic)
-    metadata = api.MessageMetadata(producer_name=f"raw", sequence_id=0, publish_time=1)
+    metadata = api.MessageMetadata(producer_name="raw", sequence_id=0, publish_time=1)
     frame = bytearray(build_headers_and_payload(metadata, b"payload"))
     frame[-1] ^= 0xFF  # corrupt the payload after the checksum was computed
     conn.send(api.BaseCommand(type=Type.SEND, send=api.CommandSend(producer_id=1, sequence_id=0)), bytes(frame))

@@ -13,6 +13,8 @@ import time
 import pulsar
 import pytest
 
+from tests.integration.helpers import drain
+
 
 def _batch_of_ten(client, topic):
     producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=10,
@@ -23,15 +25,6 @@ def _batch_of_ten(client, topic):
     return producer
 
 
-def _receive_all(consumer, timeout_ms: int = 1000) -> list:
-    got = []
-    while True:
-        try:
-            got.append(consumer.receive(timeout_ms))
-        except pulsar.Timeout:
-            return got
-
-
 @pytest.mark.parametrize("enabled", [True, False])
 def test_reconnecting_consumer_gets_only_unacked_indexes(broker_factory, topic, enabled):
     broker = broker_factory(acknowledgmentAtBatchIndexLevelEnabled=str(enabled).lower())
@@ -40,7 +33,7 @@ def test_reconnecting_consumer_gets_only_unacked_indexes(broker_factory, topic, 
         consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared,
                                     batch_index_ack_enabled=True)
         _batch_of_ten(client, topic)
-        messages = _receive_all(consumer)
+        messages = drain(consumer, 1000)
         assert [m.data() for m in messages] == [f"m{i}".encode() for i in range(10)]
         assert len({(m.message_id().ledger_id(), m.message_id().entry_id()) for m in messages}) == 1  # one entry
         for message in messages[::2]:
@@ -49,7 +42,7 @@ def test_reconnecting_consumer_gets_only_unacked_indexes(broker_factory, topic, 
         consumer.close()
         again = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared,
                                  batch_index_ack_enabled=True)
-        data = [m.data() for m in _receive_all(again)]
+        data = [m.data() for m in drain(again, 1000)]
         if enabled:
             assert data == [f"m{i}".encode() for i in range(1, 10, 2)]
         else:
@@ -64,7 +57,7 @@ def test_batch_fully_acked_by_indexes_is_acknowledged(broker_factory, topic):
     try:
         consumer = client.subscribe(topic, "sub", batch_index_ack_enabled=True)
         _batch_of_ten(client, topic)
-        for message in _receive_all(consumer):
+        for message in drain(consumer, 1000):
             consumer.acknowledge(message)
         time.sleep(0.5)
         stats = broker.run(lambda: broker.broker.stats()[topic]["subscriptions"]["sub"])

@@ -8,18 +8,9 @@ from __future__ import annotations
 
 import pulsar
 
+from tests.integration.helpers import drain
+
 DEDUP_ENV = {"MINIPULSAR_brokerDeduplicationEnabled": "true"}
-
-
-def _drain(consumer, timeout_ms: int = 1000) -> list[bytes]:
-    got = []
-    while True:
-        try:
-            message = consumer.receive(timeout_ms)
-        except pulsar.Timeout:
-            return got
-        got.append(message.data())
-        consumer.acknowledge(message)
 
 
 def test_duplicates_stored_once_and_remembered_across_kill(broker_process, topic):
@@ -44,7 +35,7 @@ def test_duplicates_stored_once_and_remembered_across_kill(broker_process, topic
     producer.send(b"m4-after-restart", sequence_id=4)
     producer.send(b"m5", sequence_id=5)
     consumer = client.subscribe(topic, "keep")
-    assert _drain(consumer) == [b"m0", b"m1", b"m2", b"m3", b"m4", b"m5"]
+    assert [m.data() for m in drain(consumer, 1000, ack=True)] == [b"m0", b"m1", b"m2", b"m3", b"m4", b"m5"]
     producer.close()
     client.close()
     assert proc.stop() == 0  # clean stop writes the snapshot
@@ -56,7 +47,7 @@ def test_duplicates_stored_once_and_remembered_across_kill(broker_process, topic
     producer.send(b"m5-again", sequence_id=5)
     producer.send(b"m6")  # the client numbers on from last_sequence_id + 1
     consumer = client.subscribe(topic, "keep")
-    assert _drain(consumer) == [b"m6"]
+    assert [m.data() for m in drain(consumer, 1000, ack=True)] == [b"m6"]
     client.close()
 
 
@@ -65,7 +56,7 @@ def test_deduplication_is_off_by_default(client, topic):
     producer = client.create_producer(topic, producer_name="plain")
     producer.send(b"a", sequence_id=7)
     producer.send(b"a-again", sequence_id=7)
-    assert _drain(consumer) == [b"a", b"a-again"]
+    assert [m.data() for m in drain(consumer, 1000, ack=True)] == [b"a", b"a-again"]
 
 
 def test_reserved_dedup_subscription_name_is_refused(client, topic):
@@ -85,7 +76,7 @@ def test_replicated_messages_dedup_by_original_producer(broker_factory, topic):
     inside each entry's metadata, as Pulsar's MessageDeduplication does."""
     from proto import PulsarApi_pb2 as api
     from proto.frames import build_headers_and_payload
-    from tests.integration.test_bad_input import RawConnection
+    from tests.integration.helpers import RawConnection
 
     Type = api.BaseCommand.Type
     broker = broker_factory(brokerDeduplicationEnabled="true")
@@ -103,7 +94,7 @@ def test_replicated_messages_dedup_by_original_producer(broker_factory, topic):
             raw.send(api.BaseCommand(type=Type.SEND, send=api.CommandSend(producer_id=1, sequence_id=send_seq)),
                      build_headers_and_payload(metadata, body))
             assert raw.receive().type == Type.SEND_RECEIPT
-        assert _drain(consumer) == [b"r0", b"r1"]
+        assert [m.data() for m in drain(consumer, 1000, ack=True)] == [b"r0", b"r1"]
         producer = client.create_producer(topic, producer_name="origin-producer")
         assert producer.last_sequence_id() == 1
     finally:

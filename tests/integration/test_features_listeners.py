@@ -9,7 +9,7 @@ from broker.config import ConfigError, build_config
 from broker.listeners import AdvertisedListeners
 from proto import PulsarApi_pb2 as api
 from tests.conftest import free_port
-from tests.integration.test_bad_input import RawConnection
+from tests.integration.helpers import RawConnection
 
 Type = api.BaseCommand.Type
 

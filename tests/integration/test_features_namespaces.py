@@ -9,7 +9,7 @@ import pulsar
 
 from broker.namespaces import topics_hash
 from proto import PulsarApi_pb2 as api
-from tests.integration.test_bad_input import RawConnection
+from tests.integration.helpers import RawConnection
 
 Type = api.BaseCommand.Type
 

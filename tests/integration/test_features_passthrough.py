@@ -9,7 +9,7 @@ import pulsar
 
 from proto import PulsarApi_pb2 as api
 from proto.frames import build_headers_and_payload
-from tests.integration.test_bad_input import RawConnection
+from tests.integration.helpers import RawConnection
 
 Type = api.BaseCommand.Type
 SCHEMA_VERSION = (3).to_bytes(8, "big")

@@ -11,7 +11,7 @@ from pulsar.schema import AvroSchema, Integer, Record, String, StringSchema
 
 from proto import PulsarApi_pb2 as api
 from tests.conftest import BrokerThread
-from tests.integration.test_bad_input import RawConnection
+from tests.integration.helpers import RawConnection
 
 Type = api.BaseCommand.Type
 

@@ -7,7 +7,7 @@ import pulsar
 import pytest
 
 from proto import PulsarApi_pb2 as api
-from tests.integration.test_bad_input import RawConnection
+from tests.integration.helpers import RawConnection, wait_for
 
 KEYS = [f"key-{i}" for i in range(300)]
 
@@ -47,15 +47,6 @@ def assert_in_order_per_key(collectors):
         for key, value in c.got:
             assert value > last.get(key, -1), f"{key}: {value} after {last[key]} on one consumer"
             last[key] = value
-
-
-def wait_for(predicate, timeout=20.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 @pytest.mark.parametrize("batching", ["none", "key-based"])

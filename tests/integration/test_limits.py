@@ -9,8 +9,8 @@ import pytest
 
 from proto import PulsarApi_pb2 as api
 from tests.conftest import ROOT
-from tests.integration.test_bad_input import RawConnection
-from tests.integration.test_subscriptions import drain
+from tests.integration.helpers import RawConnection
+from tests.integration.helpers import drain
 
 Type = api.BaseCommand.Type
 

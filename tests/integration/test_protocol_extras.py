@@ -4,11 +4,10 @@ import re
 import uuid
 
 import pulsar
-import pytest
 
 from proto import PulsarApi_pb2 as api
-from tests.integration.test_bad_input import RawConnection
-from tests.integration.test_subscriptions import drain
+from tests.integration.helpers import RawConnection
+from tests.integration.helpers import drain
 
 Type = api.BaseCommand.Type
 

@@ -2,9 +2,8 @@
 import time
 
 import pulsar
-import pytest
 
-from tests.integration.test_subscriptions import drain
+from tests.integration.helpers import drain
 
 
 def produce(client, topic, n, pause=0.0):

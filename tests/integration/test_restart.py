@@ -4,7 +4,7 @@ import time
 
 import pulsar
 
-from tests.integration.test_subscriptions import drain
+from tests.integration.helpers import drain
 
 
 def test_restart_resumes_from_the_persisted_cursor(broker_process):

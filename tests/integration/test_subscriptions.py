@@ -4,15 +4,7 @@ import time
 import pulsar
 import pytest
 
-
-def drain(consumer, timeout_ms=300):
-    """Every message that arrives until the consumer stays quiet for timeout_ms."""
-    got = []
-    while True:
-        try:
-            got.append(consumer.receive(timeout_ms))
-        except pulsar.Timeout:
-            return got
+from tests.integration.helpers import drain
 
 
 def test_shared_spreads_messages_over_two_consumers(client, topic):

@@ -110,7 +110,7 @@ async def test_retention_size_keeps_consumed_ledgers(make_factory):
 async def test_reopen_rolls_and_keeps_entries(make_factory, tmp_path):
     f = await make_factory()
     ml = await f.open("a/b")
-    c = await ml.open_cursor("sub", "earliest")
+    await ml.open_cursor("sub", "earliest")  # keeps the entries from trimming at reopen
     ps = [await ml.add_entry(b"e%d" % i) for i in range(5)]
     await f.close()
     f2 = await make_factory()

@@ -1,5 +1,4 @@
 """Recovery on real files: torn tails cut at every byte, corrupt records reported, indexes rebuilt."""
-import asyncio
 import glob
 import logging
 import os
@@ -89,7 +88,8 @@ async def test_sealed_segment_without_index_is_rescanned_not_cut(make_factory, t
     folder, ps1 = await write_and_close(make_factory, d, [b"x%d" % i for i in range(6)])
     f = await make_factory(d)
     ml = await f.open("t")
-    ps2 = [await ml.add_entry(b"y%d" % i) for i in range(3)]
+    for i in range(3):
+        await ml.add_entry(b"y%d" % i)
     await f.close()
     lid = ps1[0].ledger_id
     idx = segment.load_index(folder, lid)
