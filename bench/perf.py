@@ -159,12 +159,12 @@ def bench_url(url: str, args) -> list[tuple[str, dict]]:
 
 
 def start_broker_process() -> tuple[subprocess.Popen, str]:
-    """`python -m broker broker` on a free loopback port with a temporary data dir."""
+    """`python -m minipulsar broker` on a free loopback port with a temporary data dir."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     data = tempfile.mkdtemp(prefix="perf-")
-    proc = subprocess.Popen([sys.executable, "-m", "broker", "broker", "--data-dir", data, "--broker-service-port",
+    proc = subprocess.Popen([sys.executable, "-m", "minipulsar", "broker", "--data-dir", data, "--broker-service-port",
                              str(port), "--bind-address", "127.0.0.1", "--log-level", "WARNING"],
                             cwd=Path(__file__).resolve().parent.parent)
     for _ in range(200):

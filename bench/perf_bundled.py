@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import client as mp  # noqa: E402
+from minipulsar import client as mp  # noqa: E402
 
 
 def _figures(n: int, size: int, seconds: float) -> dict:

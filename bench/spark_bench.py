@@ -7,7 +7,7 @@ batch: starts a broker (child process, temporary data dir), publishes n messages
 with the official client, then times a Spark batch read (local[2]) that touches every value, and
 prints rows/s and MB/s.
 
-latency: starts a broker and the example pipeline (python -m pipeline.example, trigger 1 s,
+latency: starts a broker and the example pipeline (python -m minipulsar.pipeline.example, trigger 1 s,
 10 s windows), publishes `rate` messages/s with event time = send time, and consumes the
 per-window totals topic. A message's end-to-end latency is the time from its send until a total
 for its window arrives that counts it; prints p50/p95/max over the run.
@@ -38,7 +38,7 @@ def free_port() -> int:
 
 def start_broker(data_dir: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "broker", "broker", "--data-dir", data_dir,
+    proc = subprocess.Popen([sys.executable, "-m", "minipulsar", "broker", "--data-dir", data_dir,
                              "--broker-service-port", str(port), "--bind-address", "127.0.0.1"],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(200):
@@ -66,7 +66,7 @@ def publish(url: str, topic: str, n: int, size: int, batching: bool) -> float:
 
 
 def batch(args) -> None:
-    from pipeline.session import local_session
+    from minipulsar.pipeline.session import local_session
 
     with tempfile.TemporaryDirectory() as data:
         proc, url = start_broker(data)
@@ -103,7 +103,7 @@ def latency(args) -> None:
             consumer = client.subscribe(out_topic, "bench", initial_position=pulsar.InitialPosition.Earliest)
             producer = client.create_producer(topic, batching_enabled=False)
             example = subprocess.Popen(
-                [sys.executable, "-m", "pipeline.example", "--service-url", url, "--topic", topic,
+                [sys.executable, "-m", "minipulsar.pipeline.example", "--service-url", url, "--topic", topic,
                  "--output-topic", out_topic, "--parquet-dir", f"{data}/counts", "--checkpoint-dir", f"{data}/cp",
                  "--trigger", args.trigger, "--window", "10 seconds", "--master", args.master],
                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ})

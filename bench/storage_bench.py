@@ -19,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from storage import ManagedLedgerConfig, ManagedLedgerFactory, Position  # noqa: E402
+from minipulsar.storage import ManagedLedgerConfig, ManagedLedgerFactory, Position  # noqa: E402
 
 MIB = 1024 * 1024
 

@@ -22,12 +22,12 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from broker.errors import ProducerBusyError, ProducerFencedError
-from proto import PulsarApi_pb2 as api
+from minipulsar.broker.errors import ProducerBusyError, ProducerFencedError
+from minipulsar.proto import PulsarApi_pb2 as api
 
 if TYPE_CHECKING:
-    from broker.producer import Producer
-    from broker.topic import PersistentTopic
+    from minipulsar.broker.producer import Producer
+    from minipulsar.broker.topic import PersistentTopic
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class ProducerAccess:
                 future.set_exception(ProducerFencedError("Topic has an existing exclusive producer"))
         for current in list(self.topic.producers.values()):
             log.info("%s: fencing %s", self.topic.name, current)
-            current.connection.close_producer_by_broker(current)
+            current.disconnect()
         self.exclusive = None
 
     def removed(self, producer: "Producer") -> None:

@@ -10,13 +10,13 @@ is charged permits only for the messages still set.
 The state is kept in memory (Pulsar persists it with the cursor; a restart here redelivers the
 whole batch, which Pulsar also does when the index state is not persisted).
 Source: Pulsar PersistentAcknowledgmentsGroupingTracker / ManagedCursorImpl.batchDeletedIndexes,
-Consumer.getBatchIndexesAcks; facts file section 6.6.
+Consumer.getBatchIndexesAcks.
 """
 from __future__ import annotations
 
 from typing import Iterable
 
-from storage import Position
+from minipulsar.storage import Position
 
 _WORD = (1 << 64) - 1
 

@@ -13,9 +13,9 @@ import os
 import signal
 import sys
 
-from broker.config import ConfigError, build_config, env_overrides, parse_conf_file
-from broker.server import Broker
-from storage import StorageError
+from minipulsar.broker.config import ConfigError, build_config, env_overrides, parse_conf_file
+from minipulsar.broker.server import Broker
+from minipulsar.storage import StorageError
 
 log = logging.getLogger("minipulsar")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from storage import ManagedLedgerConfig
+from minipulsar.storage import ManagedLedgerConfig
 
 
 class ConfigError(ValueError):

@@ -15,17 +15,18 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from broker.errors import BrokerError
-from broker.handlers import ROUTES
-from proto import PulsarApi_pb2 as api
-from proto.errors import FrameError
-from proto.frames import FRAME_PADDING, Frame, FrameDecoder, encode_command, encode_payload_command
-from storage import Entry
+from minipulsar.broker.background import BackgroundTasks
+from minipulsar.broker.errors import BrokerError
+from minipulsar.broker.handlers import ROUTES
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.errors import FrameError
+from minipulsar.proto.frames import FRAME_PADDING, Frame, FrameDecoder, encode_command, encode_payload_command
+from minipulsar.storage import Entry
 
 if TYPE_CHECKING:
-    from broker.consumer import Consumer
-    from broker.producer import Producer
-    from broker.server import Broker
+    from minipulsar.broker.consumer import Consumer
+    from minipulsar.broker.producer import Producer
+    from minipulsar.broker.server import Broker
 
 log = logging.getLogger(__name__)
 
@@ -62,13 +63,16 @@ class ServerConnection(asyncio.Protocol):
         self.max_pending_publishes = config.max_pending_publish_requests_per_connection
         self._reading_paused = False
         self._writing_paused = False
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = BackgroundTasks(self, log)  # async handlers, cancelled with the connection
         self._last_received = time.monotonic()
         self._ping_outstanding = False
         self._next_request_id = 0
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._high_water = config.connection_write_high_water_mark_bytes
+
+    def __repr__(self) -> str:
+        return f"ServerConnection({self.peer_address})"
 
     # ---- asyncio.Protocol ------------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:
@@ -95,12 +99,11 @@ class ServerConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.broker.connections.discard(self)
-        for task in self._tasks:
-            task.cancel()
-        for producer in list(self.producers.values()):
-            self.remove_producer(producer)
-        for consumer in list(self.consumers.values()):
-            self.remove_consumer(consumer)
+        self._tasks.cancel()
+        for producer_id in list(self.producers):
+            self.remove_producer(producer_id)
+        for consumer_id in list(self.consumers):
+            self.remove_consumer(consumer_id)
         log.debug("connection from %s closed (%s)", self.peer_address, exc)
 
     def pause_writing(self) -> None:
@@ -109,9 +112,7 @@ class ServerConnection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self._writing_paused = False
         for consumer in list(self.consumers.values()):
-            dispatcher = consumer.subscription.dispatcher
-            if dispatcher is not None:
-                dispatcher.wake()
+            consumer.writable()
 
     # ---- routing ---------------------------------------------------------------------------
     def _route(self, frame: Frame) -> None:
@@ -136,7 +137,7 @@ class ServerConnection(asyncio.Protocol):
             self.protocol_error("internal error", command)
             return
         if inspect.isawaitable(result):
-            self._spawn(self._run_async(command, result))
+            self._tasks.spawn(self._run_async(command, result))
 
     async def _run_async(self, command: api.BaseCommand, awaitable) -> None:
         try:
@@ -148,11 +149,6 @@ class ServerConnection(asyncio.Protocol):
         except Exception as exc:
             log.exception("%s: handler for %s failed", self.peer_address, Type.Name(command.type))
             self.reply_error(command, BrokerError(f"internal error: {exc}"))
-
-    def _spawn(self, coro) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     # ---- writing ---------------------------------------------------------------------------
     def send(self, command: api.BaseCommand) -> None:
@@ -195,28 +191,28 @@ class ServerConnection(asyncio.Protocol):
     def send_success(self, request_id: int) -> None:
         self.send(api.BaseCommand(type=Type.SUCCESS, success=api.CommandSuccess(request_id=request_id)))
 
-    def send_message(self, consumer: "Consumer", entry: Entry, redelivery_count: int,
-                     ack_set: list[int] | None = None) -> None:
-        """MESSAGE = command + the stored entry bytes, unchanged; ack_set: the batch indexes still
-        unacknowledged (set bits) of a partly acknowledged batch, as signed int64 words."""
-        message = api.CommandMessage(consumer_id=consumer.consumer_id)
+    def send_message(self, consumer_id: int, entry: Entry, partition: int, redelivery_count: int,
+                     consumer_epoch: int | None, ack_set: list[int] | None) -> None:
+        """MESSAGE = command + the stored entry bytes, unchanged. partition: -1 for a
+        non-partitioned topic; ack_set: the batch indexes still unacknowledged (set bits) of a
+        partly acknowledged batch, as signed int64 words, or None."""
+        message = api.CommandMessage(consumer_id=consumer_id)
         message_id = message.message_id
         message_id.ledgerId, message_id.entryId = entry.position
-        partition = consumer.subscription.topic.partition_index
         if partition >= 0:
             message_id.partition = partition
         if redelivery_count:
             message.redelivery_count = redelivery_count
-        if consumer.epoch is not None:
-            message.consumer_epoch = consumer.epoch
+        if consumer_epoch is not None:
+            message.consumer_epoch = consumer_epoch
         if ack_set:
             message.ack_set.extend(ack_set)
         self._write(encode_payload_command(api.BaseCommand(type=Type.MESSAGE, message=message), entry.data))
 
-    def send_active_consumer_change(self, consumer: "Consumer", active: bool) -> None:
+    def send_active_consumer_change(self, consumer_id: int, active: bool) -> None:
         if self.protocol_version >= api.v12:
             self.send(api.BaseCommand(type=Type.ACTIVE_CONSUMER_CHANGE, active_consumer_change=api.CommandActiveConsumerChange(
-                consumer_id=consumer.consumer_id, is_active=active)))
+                consumer_id=consumer_id, is_active=active)))
 
     def new_request_id(self) -> int:
         """Request ids for commands the broker starts (CLOSE_CONSUMER / CLOSE_PRODUCER)."""
@@ -224,31 +220,28 @@ class ServerConnection(asyncio.Protocol):
         return self._next_request_id
 
     # ---- producers and consumers -----------------------------------------------------------
-    def remove_producer(self, producer: "Producer") -> None:
-        producer.closed = True
-        self.producers.pop(producer.producer_id, None)
-        producer.topic.remove_producer(producer)
+    def remove_producer(self, producer_id: int) -> None:
+        """Forget a producer and close it (it leaves its topic)."""
+        producer = self.producers.pop(producer_id, None)
+        if producer is not None:
+            producer.close()
 
-    def remove_consumer(self, consumer: "Consumer") -> None:
-        self.consumers.pop(consumer.consumer_id, None)
-        subscription = consumer.subscription
-        subscription.remove_consumer(consumer)
-        self._spawn_detached(subscription.topic.consumer_closed(subscription))
+    def remove_consumer(self, consumer_id: int) -> None:
+        """Forget a consumer and close it (it leaves its subscription)."""
+        consumer = self.consumers.pop(consumer_id, None)
+        if consumer is not None:
+            consumer.close()
 
-    def _spawn_detached(self, coro) -> None:
-        """Clean-up that must finish even when this connection is gone."""
-        self.broker.spawn(coro)
-
-    def close_consumer_by_broker(self, consumer: "Consumer") -> None:
+    def close_consumer_by_broker(self, consumer_id: int) -> None:
         """Tell the client its consumer is closed (it will reconnect), then forget it."""
         self.send(api.BaseCommand(type=Type.CLOSE_CONSUMER, close_consumer=api.CommandCloseConsumer(
-            consumer_id=consumer.consumer_id, request_id=self.new_request_id())))
-        self.remove_consumer(consumer)
+            consumer_id=consumer_id, request_id=self.new_request_id())))
+        self.remove_consumer(consumer_id)
 
-    def close_producer_by_broker(self, producer: "Producer") -> None:
+    def close_producer_by_broker(self, producer_id: int) -> None:
         self.send(api.BaseCommand(type=Type.CLOSE_PRODUCER, close_producer=api.CommandCloseProducer(
-            producer_id=producer.producer_id, request_id=self.new_request_id())))
-        self.remove_producer(producer)
+            producer_id=producer_id, request_id=self.new_request_id())))
+        self.remove_producer(producer_id)
 
     # ---- publish back-pressure -------------------------------------------------------------
     def publish_started(self) -> None:

@@ -3,7 +3,10 @@
 It holds the permits the client granted with FLOW (counted in messages: a batch of N costs N,
 and permits may go below zero when a batch is larger than what was left, as in Pulsar) and the
 pending acks: entries sent to it and not yet acknowledged, so they can be redelivered when it
-closes or asks for redelivery. Source: Pulsar Consumer.java (pendingAcks, messagePermits).
+closes or asks for redelivery. It is the one door to its connection: dispatchers, the
+subscription and the topic call `send_messages`, `flow`, `notify_active_consumer_change` and
+`disconnect` here, never the connection, and the connection learns only ids, positions and bytes.
+Source: Pulsar Consumer (pendingAcks, messagePermits, sendMessages, flowPermits, disconnect).
 """
 from __future__ import annotations
 
@@ -14,11 +17,12 @@ from typing import TYPE_CHECKING, Iterable
 
 from sortedcontainers import SortedDict
 
-from storage import Entry, Position
+from minipulsar.storage import Entry, Position
 
 if TYPE_CHECKING:
-    from broker.connection import ServerConnection
-    from broker.subscription import Subscription
+    from minipulsar.broker.connection import ServerConnection
+    from minipulsar.broker.dispatchers.redelivery_tracker import RedeliveryTracker
+    from minipulsar.broker.subscription import Subscription
 
 
 class Consumer:
@@ -56,7 +60,6 @@ class Consumer:
         self.connected_since = time.time()
         self.msg_out = 0
         self.bytes_out = 0
-        self.msg_redelivered = 0
 
     def __repr__(self) -> str:
         return f"Consumer({self.name!r}, id={self.consumer_id}, sub={self.subscription.name!r})"
@@ -73,29 +76,52 @@ class Consumer:
         """True when the client has permits and its socket is not backed up."""
         return not self.closed and self.permits > 0 and self.connection.is_writable()
 
-    def add_permits(self, permits: int) -> None:
+    # ---- the door to the connection --------------------------------------------------------
+    def flow(self, permits: int) -> None:
+        """FLOW: the client grants `permits` more messages; the dispatcher may send again."""
         self.permits += permits
+        self.subscription.consumer_flow(self)
 
-    def send_entries(self, entries: Iterable[tuple[Entry, int, int]], redelivery_counts: dict[Position, int]) -> None:
-        """Write a MESSAGE per (entry, message count, sticky key hash); charge permits; keep them
-        as pending acks until acknowledged or given back."""
+    def writable(self) -> None:
+        """The connection's socket drained: what waited for it may go now."""
+        self.subscription.consumer_flow(self)
+
+    def send_messages(self, entries: Iterable[tuple[Entry, int, int]], redelivery: "RedeliveryTracker") -> None:
+        """Write a MESSAGE per (entry, message count, sticky key hash), with the entry's redelivery
+        count; charge permits; keep them as pending acks until acknowledged or given back."""
         batch_acks = self.subscription.batch_acks
+        partition = self.subscription.topic.partition_index
         for entry, num_messages, key_hash in entries:
-            count = redelivery_counts.get(entry.position, 0)
             ack_set = batch_acks.ack_set(entry.position) if batch_acks else None
             if ack_set is not None:  # only the unacknowledged indexes of a partly acked batch go out
                 num_messages = batch_acks.unacked_count(entry.position, num_messages)
-                self.connection.send_message(self, entry, count, ack_set=ack_set)
-            else:
-                self.connection.send_message(self, entry, count)
+            self.connection.send_message(self.consumer_id, entry, partition, redelivery.count(entry.position),
+                                         self.epoch, ack_set)
             self.pending_acks[entry.position] = (num_messages, key_hash)
             self.pending_hashes[key_hash] += 1
             self.permits -= num_messages
             self.msg_out += num_messages
             self.bytes_out += len(entry.data)
             self.dispatch_rate.record(num_messages)
-            if count:
-                self.msg_redelivered += num_messages
+
+    def notify_active_consumer_change(self, active: bool) -> None:
+        """Failover: tell the client whether it is now the active consumer."""
+        if not self.closed:
+            self.connection.send_active_consumer_change(self.consumer_id, active)
+
+    def disconnect(self) -> None:
+        """The broker closes this consumer (CLOSE_CONSUMER); the client reconnects by itself."""
+        self.connection.close_consumer_by_broker(self.consumer_id)
+
+    def redeliver(self, positions: list[Position] | None) -> None:
+        """REDELIVER_UNACKNOWLEDGED_MESSAGES: the listed (None: all) pending entries go back."""
+        self.subscription.redeliver_unacknowledged(self, positions)
+
+    def close(self) -> None:
+        """The client closed it, or its connection went: leave the subscription."""
+        if not self.closed:
+            self.closed = True
+            self.subscription.remove_consumer(self)
 
     def _drop(self, position: Position) -> tuple[int, int] | None:
         value = self.pending_acks.pop(position, None)

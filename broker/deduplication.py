@@ -31,11 +31,11 @@ import logging
 import time
 from typing import TYPE_CHECKING, Callable
 
-from broker.entry_info import entry_info
-from storage import ManagedCursor, Position
+from minipulsar.broker.entry_info import entry_info
+from minipulsar.storage import ManagedCursor, Position
 
 if TYPE_CHECKING:
-    from storage import ManagedLedger
+    from minipulsar.storage import ManagedLedger
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from typing import Callable
 
 from sortedcontainers import SortedList
 
-from broker.entry_info import EntryInfo
-from storage import Entry, Position
+from minipulsar.broker.entry_info import EntryInfo
+from minipulsar.storage import Entry, Position
 
 log = logging.getLogger(__name__)
 

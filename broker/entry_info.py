@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proto.errors import FrameError
-from proto.frames import parse_metadata, split_headers_and_payload
-from proto import PulsarApi_pb2 as api
+from minipulsar.proto.errors import FrameError
+from minipulsar.proto.frames import parse_metadata, split_headers_and_payload
+from minipulsar.proto import PulsarApi_pb2 as api
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Broker errors. Each carries the ServerError code the client receives in ERROR / SEND_ERROR."""
 from __future__ import annotations
 
-from proto import PulsarApi_pb2 as api
+from minipulsar.proto import PulsarApi_pb2 as api
 
 
 class BrokerError(Exception):

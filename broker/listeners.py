@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.config import ConfigError
-from broker.errors import ServiceNotReadyError
+from minipulsar.broker.config import ConfigError
+from minipulsar.broker.errors import ServiceNotReadyError
 
 _SCHEMES = ("pulsar", "pulsar+ssl")
 

@@ -2,8 +2,8 @@
 -1 (earliest, or 'no entry yet') travels as 0xFFFFFFFFFFFFFFFF and latest as INT64_MAX."""
 from __future__ import annotations
 
-from proto import PulsarApi_pb2 as api
-from storage import Position
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.storage import Position
 
 INT64_MAX = (1 << 63) - 1
 _U64 = (1 << 64) - 1

@@ -18,9 +18,9 @@ from typing import Callable, Iterable
 
 import crc32c
 
-from broker.config import ConfigError
-from broker.errors import TopicNotFoundError
-from broker.topic_name import TopicName
+from minipulsar.broker.config import ConfigError
+from minipulsar.broker.errors import TopicNotFoundError
+from minipulsar.broker.topic_name import TopicName
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,9 @@
 
 The C++ client closes the connection when receipts arrive out of order, so each producer keeps
 its publishes in a FIFO and a receipt leaves only when every earlier publish has been answered.
-Source: Pulsar Producer.java; facts file section 6.4.
+It is the one door to its connection: the topic and the access modes call `disconnect` here.
+Source: Pulsar Producer (pendingPublishAcks, disconnect); the C++ client's ProducerImpl::ackReceived
+checks that each receipt's sequence id is the oldest one pending.
 """
 from __future__ import annotations
 
@@ -12,11 +14,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from storage import Position
+from minipulsar.storage import Position
 
 if TYPE_CHECKING:
-    from broker.connection import ServerConnection
-    from broker.topic import PersistentTopic
+    from minipulsar.broker.connection import ServerConnection
+    from minipulsar.broker.topic import PersistentTopic
 
 
 @dataclass(slots=True)
@@ -61,7 +63,6 @@ class Producer:
         self.epoch = epoch
         self.user_provided_name = user_provided_name
         self.metadata = metadata or {}
-        self.is_remote = False
         # PIP-68: the topic_epoch the client sent (a reconnect), and the one the broker answered.
         self.requested_topic_epoch: int | None = None
         self.topic_epoch: int | None = None
@@ -78,8 +79,18 @@ class Producer:
         return f"Producer({self.name!r}, id={self.producer_id}, topic={self.topic.name})"
 
     @property
-    def pending_count(self) -> int:
-        return len(self._pending)
+    def address(self) -> str:
+        return self.connection.peer_address
+
+    def disconnect(self) -> None:
+        """The broker closes this producer (CLOSE_PRODUCER); the client reconnects by itself."""
+        self.connection.close_producer_by_broker(self.producer_id)
+
+    def close(self) -> None:
+        """The client closed it, or its connection went: leave the topic."""
+        if not self.closed:
+            self.closed = True
+            self.topic.remove_producer(self)
 
     def publish(
         self,
@@ -115,7 +126,7 @@ class Producer:
             "producerId": self.producer_id,
             "msgInCounter": self.msg_in,
             "bytesInCounter": self.bytes_in,
-            "address": self.connection.peer_address,
+            "address": self.address,
             "connectedSince": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.connected_since)),
             "accessMode": self.access_mode,
             "metadata": dict(self.metadata),

@@ -37,16 +37,14 @@ import avro.errors
 import avro.schema
 from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
 
-from broker.errors import IncompatibleSchemaError
-from broker.metadata_store import MetadataStore
-from broker.topic_name import TopicName
-from proto import PulsarApi_pb2 as api
+from minipulsar.broker.errors import IncompatibleSchemaError
+from minipulsar.broker.metadata_store import MetadataStore
+from minipulsar.broker.topic_name import TopicName
+from minipulsar.proto import PulsarApi_pb2 as api
 
 log = logging.getLogger(__name__)
 
 _AVRO_BASED = frozenset(api.Schema.Type.Value(n) for n in ("Avro", "Json", "Protobuf"))
-STRATEGIES = ("ALWAYS_COMPATIBLE", "ALWAYS_INCOMPATIBLE", "BACKWARD", "FORWARD", "FULL",
-              "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE")
 
 
 def schema_name(topic: TopicName) -> str:
@@ -101,7 +99,7 @@ def check_compatible(existing: list[dict], new: dict, strategy: str) -> str | No
         return "the compatibility strategy is ALWAYS_INCOMPATIBLE"
     against = existing if strategy.endswith("_TRANSITIVE") else existing[-1:]
     base = strategy.removesuffix("_TRANSITIVE")
-    for version_index, old in enumerate(against):
+    for old in against:
         if old["type"] != new["type"]:
             return (f"schema type {api.Schema.Type.Name(new['type'])} differs from the existing type "
                     f"{api.Schema.Type.Name(old['type'])}")
@@ -133,9 +131,6 @@ class SchemaRegistry:
 
     def _versions(self, name: str) -> list[dict]:
         return self.store.data.setdefault("schemas", {}).get(name, [])
-
-    def has_schema(self, topic: TopicName) -> bool:
-        return bool(self._versions(schema_name(topic)))
 
     async def add_or_get(self, topic: TopicName, schema: api.Schema) -> bytes:
         """The version for a producer's schema, adding it when new and compatible; raises

@@ -16,25 +16,24 @@ import itertools
 import logging
 from pathlib import Path
 
-from broker.config import BrokerConfig, apply_setting
-from broker.connection import ServerConnection
-from broker.errors import ServiceNotReadyError, TopicNotFoundError
-from broker.listeners import AdvertisedListeners
-from broker.metadata_store import MetadataStore
-from broker.namespaces import Namespaces
-from broker.schema_registry import SchemaRegistry
-from broker.replication import BrokerReplication
-from broker.topic import PersistentTopic
-from broker.topic_name import TopicName
-from storage import ManagedLedgerFactory
+from minipulsar.broker.background import BackgroundTasks
+from minipulsar.broker.config import BrokerConfig, apply_setting
+from minipulsar.broker.connection import ServerConnection
+from minipulsar.broker.errors import ServiceNotReadyError, TopicNotFoundError
+from minipulsar.broker.listeners import AdvertisedListeners
+from minipulsar.broker.metadata_store import MetadataStore
+from minipulsar.broker.namespaces import Namespaces
+from minipulsar.broker.schema_registry import SchemaRegistry
+from minipulsar.broker.replication import BrokerReplication
+from minipulsar.broker.topic import PersistentTopic
+from minipulsar.broker.topic_name import TopicName
+from minipulsar.storage import ManagedLedgerFactory
 
 log = logging.getLogger(__name__)
 
 
 class Broker:
     """config: a BrokerConfig; service_url is known after start()."""
-
-    replicator_prefix = "pulsar.repl"  # Pulsar replicatorPrefix
 
     def __init__(self, config: BrokerConfig):
         self.config = config
@@ -48,7 +47,7 @@ class Broker:
         self._topic_locks: dict[str, asyncio.Lock] = {}
         self._server: asyncio.base_events.Server | None = None
         self._keepalive: asyncio.Task | None = None
-        self._background: set[asyncio.Task] = set()
+        self._background = BackgroundTasks("broker", log)
         self._producer_names = itertools.count()
         self._instance_id = 0
         self.running = False
@@ -103,8 +102,7 @@ class Broker:
         for connection in list(self.connections):
             connection.close()
         await asyncio.sleep(0)  # let connection_lost run for the closed transports
-        for task in list(self._background):
-            await asyncio.gather(task, return_exceptions=True)
+        await self._background.wait()
         for topic in list(self.topics.values()):
             await topic.close()
         self.topics.clear()
@@ -122,14 +120,7 @@ class Broker:
 
     def spawn(self, coro) -> None:
         """Run a background coroutine the broker waits for at shutdown; errors are logged."""
-        task = asyncio.get_running_loop().create_task(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background_done)
-
-    def _background_done(self, task: asyncio.Task) -> None:
-        self._background.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("background task failed", exc_info=task.exception())
+        self._background.spawn(coro)
 
     # ---- topics ----------------------------------------------------------------------------
     async def get_topic(self, name: TopicName, create: bool) -> PersistentTopic:

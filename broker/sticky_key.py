@@ -3,7 +3,8 @@
 Key: ordering_key, else partition_key (base64-decoded when partition_key_b64_encoded), else the
 fixed key b"NONE_KEY". A batch is keyed by its entry-level metadata, i.e. its first message.
 Hash: Murmur3 x86 32-bit, seed 0, masked to 31 bits (Pulsar Murmur3_32Hash.makeHash);
-each selector then maps it into its slot range. Source: Commands.peekStickyKey; facts file 5.1-5.2.
+each selector then maps it into its slot range. Source: Pulsar Commands.peekStickyKey,
+StickyKeyConsumerSelector.makeStickyKeyHash.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import binascii
 
 import mmh3
 
-from proto import PulsarApi_pb2 as api
+from minipulsar.proto import PulsarApi_pb2 as api
 
 NONE_KEY = b"NONE_KEY"
 RANGE_SIZE = 65536  # StickyKeyConsumerSelector.DEFAULT_RANGE_SIZE

@@ -1,35 +1,36 @@
 """A subscription: a named cursor on a topic, its consumers and its dispatcher.
 
 Durable subscriptions keep their cursor on disk; non-durable ones (readers) use a cursor that is
-never written and vanish with their last consumer. Acknowledgements go to the cursor; redelivery
-counts live here, in memory, as in Pulsar's InMemoryRedeliveryTracker.
+never written and vanish with their last consumer. Acknowledgements (batch-index ones included) go
+to the cursor, cursor moves (seek by message id or publish time, skip, clear backlog) start here,
+and the last message id is answered here, so handlers only translate the protocol.
 Source: Pulsar PersistentSubscription.
 """
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, NamedTuple
 
-from broker.batch_acks import BatchAckSets
-from broker.dispatchers.ack_state_gate import AckStateGate
-from broker.dispatchers.shared import SharedDispatcher
-from broker.dispatchers.single_active import SingleActiveConsumerDispatcher
-from broker.dispatchers.sticky_key import StickyKeyDispatcher
-from broker.selectors.auto_split import AutoSplitSelector
-from broker.selectors.consistent_hashing import ConsistentHashingSelector
-from broker.selectors.key_failover import KeyFailoverSelector
-from broker.selectors.sticky_ranges import StickyRangesSelector
-from broker.entry_info import EntryInfo
-from broker.errors import ConsumerBusyError, NotAllowedError
-from broker.replication import is_replicated
-from proto import PulsarApi_pb2 as api
-from storage import Entry, ManagedCursor, Position
+from minipulsar.broker.batch_acks import BatchAckSets
+from minipulsar.broker.dispatchers.ack_state_gate import AckStateGate
+from minipulsar.broker.dispatchers.shared import SharedDispatcher
+from minipulsar.broker.dispatchers.single_active import SingleActiveConsumerDispatcher
+from minipulsar.broker.dispatchers.sticky_key import StickyKeyDispatcher
+from minipulsar.broker.selectors.auto_split import AutoSplitSelector
+from minipulsar.broker.selectors.consistent_hashing import ConsistentHashingSelector
+from minipulsar.broker.selectors.key_failover import KeyFailoverSelector
+from minipulsar.broker.selectors.sticky_ranges import StickyRangesSelector
+from minipulsar.broker.entry_info import EntryInfo, publish_time_of
+from minipulsar.broker.errors import ConsumerBusyError, NotAllowedError
+from minipulsar.broker.replication import is_replicated
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.storage import EARLIEST, Entry, ManagedCursor, Position
 
 if TYPE_CHECKING:
-    from broker.consumer import Consumer
-    from broker.dispatchers.base import Dispatcher
-    from broker.topic import PersistentTopic
+    from minipulsar.broker.consumer import Consumer
+    from minipulsar.broker.dispatchers.base import Dispatcher
+    from minipulsar.broker.topic import PersistentTopic
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,15 @@ SUB_TYPE_NAMES = {
 }
 
 
+class LastMessageId(NamedTuple):
+    """GET_LAST_MESSAGE_ID's answer: the last data entry (never a marker), the batch index of its
+    last message (None when it is not a batch) and the subscription's mark-delete position."""
+
+    position: Position
+    batch_index: int | None
+    mark_delete_position: Position
+
+
 class Subscription:
     """topic: the owning PersistentTopic; cursor: its ManagedCursor (durable or not)."""
 
@@ -54,7 +64,6 @@ class Subscription:
         self.durable = durable
         self.sub_type: int | None = None
         self.dispatcher: Dispatcher | None = None
-        self.redelivery_counts: dict[Position, int] = {}
         self.batch_acks = BatchAckSets()  # partly acked batches (acknowledgmentAtBatchIndexLevelEnabled)
         self.reset_grace_until = 0.0  # monotonic seconds; see reset_cursor
         self.ack_state_gate = AckStateGate(f"{topic.name}/{name}", cursor, topic.broker.config, self._wake)
@@ -62,6 +71,15 @@ class Subscription:
     def _wake(self) -> None:
         if self.dispatcher is not None:
             self.dispatcher.wake()
+
+    def consumer_flow(self, consumer: "Consumer") -> None:
+        """consumer got permits or a writable socket: the dispatcher may send (Pulsar consumerFlow)."""
+        self._wake()
+
+    def redeliver_unacknowledged(self, consumer: "Consumer", positions: list[Position] | None) -> None:
+        """consumer's listed (None: all) pending entries go back for redelivery."""
+        if self.dispatcher is not None:
+            self.dispatcher.redeliver(consumer, positions)
 
     def __repr__(self) -> str:
         return f"Subscription({self.topic.name}, {self.name!r})"
@@ -138,11 +156,58 @@ class Subscription:
         return AutoSplitSelector()
 
     def remove_consumer(self, consumer: "Consumer") -> None:
-        consumer.closed = True
+        """consumer left; a reader's subscription ends with its last consumer (see
+        PersistentTopic.consumer_closed), a clean-up that outlives the consumer's connection."""
         if self.dispatcher is not None:
             self.dispatcher.remove_consumer(consumer)
+        if not self.durable and not self.consumers:
+            self.topic.broker.spawn(self.topic.consumer_closed(self))
+
+    async def unsubscribe(self, consumer: "Consumer", force: bool) -> None:
+        """UNSUBSCRIBE by consumer: drop the subscription and its cursor. Other connected consumers
+        make it fail with ConsumerBusyError unless force, which disconnects them first."""
+        others = [c for c in self.consumers if c is not consumer]
+        if others and not force:
+            raise ConsumerBusyError(f"Subscription {self.name} has other connected consumers")
+        for other in others:
+            other.disconnect()
+        consumer.close()
+        await self.topic.remove_subscription(self.name)
 
     # ---- acknowledgements ------------------------------------------------------------------
+    def acknowledge_message_ids(self, consumer: "Consumer", acks: list[tuple[Position, list[int]]],
+                                cumulative: bool) -> None:
+        """ACK: (position, ack_set words) per message id, ack_set empty for a whole entry.
+
+        A non-empty ack_set is a batch's Java BitSet in which a SET bit is a message not yet
+        acknowledged. Without acknowledgmentAtBatchIndexLevelEnabled such a partial ack leaves the
+        entry pending (Pulsar redelivers the whole batch); with it, the partial sets are merged
+        (BatchAckSets) and the entry is acknowledged once no bit is left. A cumulative ack inside a
+        batch acknowledges the entries before it and keeps the batch's partial set, as Pulsar does.
+        Raises NotAllowedError for a cumulative ack on a Shared-like subscription."""
+        if self.topic.broker.config.acknowledgment_at_batch_index_level_enabled:
+            positions = self._batch_index_acks(acks, cumulative)
+        else:
+            positions = [position for position, ack_set in acks if not any(ack_set)]
+        if not positions:
+            return
+        if cumulative:
+            self.acknowledge_cumulative(consumer, positions[-1])
+        else:
+            self.acknowledge(consumer, positions)
+
+    def _batch_index_acks(self, acks: list[tuple[Position, list[int]]], cumulative: bool) -> list[Position]:
+        """The positions now fully acknowledged, after merging partial ack_sets."""
+        positions = []
+        for position, ack_set in acks:
+            if not any(ack_set) or self.batch_acks.record(position, ack_set):
+                positions.append(position)
+            elif cumulative:
+                previous = self.cursor.previous_position(position)
+                if previous > self.cursor.mark_delete_position:
+                    positions.append(previous)
+        return positions
+
     def acknowledge(self, consumer: "Consumer", positions: list[Position]) -> None:
         """Individual acks; positions unknown to the cursor (already acked, trimmed) are harmless."""
         self.cursor.delete(positions)
@@ -150,9 +215,8 @@ class Subscription:
             self.batch_acks.discard(positions)
         for other in self.consumers:
             other.remove_pending(positions)
-        self._forget(positions)
         if self.dispatcher is not None:
-            self.dispatcher.on_acknowledged()
+            self.dispatcher.acknowledged(positions)
         self.topic.replication.on_mark_delete(self)
 
     def acknowledge_cumulative(self, consumer: "Consumer", position: Position) -> None:
@@ -163,19 +227,8 @@ class Subscription:
         if self.batch_acks:
             self.batch_acks.discard_up_to(position)
         consumer.remove_pending_up_to(position)
-        if self.redelivery_counts:
-            self._forget([p for p in self.redelivery_counts if p <= position])
-        self.dispatcher.on_acknowledged()
+        self.dispatcher.acknowledged_up_to(position)
         self.topic.replication.on_mark_delete(self)
-
-    def _forget(self, positions: Iterable[Position]) -> None:
-        for position in positions:
-            self.redelivery_counts.pop(position, None)
-            if self.dispatcher is not None:
-                self.dispatcher.redelivery.discard(position)
-
-    def increment_redelivery_count(self, position: Position) -> None:
-        self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
 
     def on_marker(self, entry: Entry, info: EntryInfo) -> None:
         """A server-only marker reached dispatch: acknowledge it so it never blocks the backlog."""
@@ -187,20 +240,34 @@ class Subscription:
     def disconnect_consumers(self) -> None:
         """Close every consumer (CLOSE_CONSUMER); clients reconnect and resubscribe by themselves."""
         for consumer in list(self.consumers):
-            consumer.connection.close_consumer_by_broker(consumer)
+            consumer.disconnect()
 
     def reset_cursor(self, position: Position) -> None:
-        """Seek: the next entry delivered is `position`; consumers are disconnected first, as in Pulsar.
-        A reader's (non-durable) subscription outlives that disconnect for RESET_GRACE_SECONDS, so
-        the reader reconnects to the reset cursor instead of its original start position."""
+        """Seek: the next entry delivered is `position` (before the first entry, e.g. EARLIEST: the
+        first one; past the end: the next one written); consumers are disconnected first, as in
+        Pulsar. A reader's (non-durable) subscription outlives that disconnect for
+        RESET_GRACE_SECONDS, so the reader reconnects to the reset cursor instead of its original
+        start position."""
         self.reset_grace_until = time.monotonic() + RESET_GRACE_SECONDS
         self.disconnect_consumers()
         if self.dispatcher is not None:
             self.dispatcher.reset()
-        self.redelivery_counts.clear()
         self.batch_acks.clear()
         self.cursor.reset_cursor(position)
         self.ack_state_gate.reset()
+
+    async def reset_cursor_by_timestamp(self, timestamp: int) -> Position:
+        """Seek by publish time (ms since the epoch): to the entry after the newest one published at
+        or before timestamp (the first entry when none is); returns where the cursor was reset."""
+        found = await self.cursor.find_newest_matching(lambda data: publish_time_of(data) <= timestamp)
+        target = self.cursor.next_valid_position(found) if found is not None else EARLIEST
+        self.reset_cursor(target)
+        return self.cursor.read_position
+
+    async def get_last_message_id(self) -> LastMessageId:
+        """The topic's last message (never a marker, PIP-33) and this mark-delete position."""
+        position, batch_index = await self.topic.last_message_id()
+        return LastMessageId(position, batch_index, self.cursor.mark_delete_position)
 
     def skip_entries(self, n: int) -> None:
         """Acknowledge the next n unacknowledged entries (admin 'skip')."""
@@ -213,7 +280,6 @@ class Subscription:
         self.cursor.clear_backlog()
         if self.dispatcher is not None:
             self.dispatcher.reset()
-        self.redelivery_counts.clear()
         self.ack_state_gate.reset()
         self._wake()
 
@@ -224,13 +290,18 @@ class Subscription:
         return is_replicated(self)
 
     @property
+    def type_name(self) -> str:
+        """The subscription type as Pulsar's stats name it ("None" before the first consumer)."""
+        return SUB_TYPE_NAMES.get(self.sub_type, "None")
+
+    @property
     def backlog(self) -> int:
         return self.cursor.number_of_entries_in_backlog()
 
     def stats(self) -> dict:
         """Pulsar SubscriptionStats fields (names as in the admin API)."""
         stats = {
-            "type": SUB_TYPE_NAMES.get(self.sub_type, "None") if self.sub_type is not None else "None",
+            "type": self.type_name,
             "msgBacklog": self.backlog,
             "isDurable": self.durable,
             "isReplicated": self.replicated,

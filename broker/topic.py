@@ -11,17 +11,18 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from broker.access_modes import ProducerAccess
-from broker.deduplication import CURSOR_NAME as DEDUP_CURSOR_NAME, MessageDeduplication
-from broker.errors import PersistenceFailedError, ProducerBusyError, ServiceNotReadyError, SubscriptionNotFoundError
-from broker.replication import TopicReplication
-from broker.subscription import Subscription
-from broker.topic_name import TopicName
-from storage import LedgerClosedError, ManagedLedger, PersistenceError, Position
+from minipulsar.broker.access_modes import ProducerAccess
+from minipulsar.broker.entry_info import entry_info
+from minipulsar.broker.deduplication import CURSOR_NAME as DEDUP_CURSOR_NAME, MessageDeduplication
+from minipulsar.broker.errors import PersistenceFailedError, ProducerBusyError, ServiceNotReadyError, SubscriptionNotFoundError
+from minipulsar.broker.replication import TopicReplication, last_data_position
+from minipulsar.broker.subscription import Subscription
+from minipulsar.broker.topic_name import TopicName
+from minipulsar.storage import LedgerClosedError, ManagedLedger, PersistenceError, Position
 
 if TYPE_CHECKING:
-    from broker.producer import Producer
-    from broker.server import Broker
+    from minipulsar.broker.producer import Producer
+    from minipulsar.broker.server import Broker
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,23 @@ class PersistentTopic:
         except PersistenceError as exc:
             raise PersistenceFailedError(str(exc)) from exc
         return position
+
+    async def last_message_id(self) -> tuple[Position, int | None]:
+        """The last data entry's position (never a marker, PIP-33; (L, -1) when there is none) and
+        the batch index of its last message (None when the entry is not a batch)."""
+        last = await last_data_position(self.ledger)
+        if last.entry_id < 0:
+            return last, None
+        entry = await self.ledger.read_entry(last)
+        info = entry_info(entry.data) if entry is not None else None
+        if info is not None and info.metadata is not None and info.metadata.HasField("num_messages_in_batch"):
+            return last, info.num_messages - 1
+        return last, None
+
+    def is_idle(self) -> bool:
+        """No producer, no connected consumer and no entry: a schema may still be chosen freely."""
+        return not self.producers and not any(s.consumers for s in self.subscriptions.values()) \
+            and self.ledger.number_of_entries == 0
 
     # ---- subscriptions ---------------------------------------------------------------------
     async def subscribe(self, name: str, durable: bool, initial_position: str, start: Position | None) -> Subscription:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.errors import InvalidTopicNameError
-from proto.topic_name import partition_index, partition_name, partitioned_base, split_topic_name
+from minipulsar.broker.errors import InvalidTopicNameError
+from minipulsar.proto.topic_name import partition_index, partition_name, partitioned_base, split_topic_name
 
 
 @dataclass(frozen=True)

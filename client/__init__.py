@@ -13,16 +13,16 @@ Imports only proto/ (and optional compression packages). See docs/client.md.
 """
 __version__ = "0.1.0"
 
-from client.exceptions import *  # noqa: F401,F403,E402
-from client.message import Message  # noqa: E402
-from client.message_id import MessageId  # noqa: E402
-from client.options import (  # noqa: E402
+from minipulsar.client.exceptions import *  # noqa: F401,F403,E402
+from minipulsar.client.message import Message  # noqa: E402
+from minipulsar.client.message_id import MessageId  # noqa: E402
+from minipulsar.client.options import (  # noqa: E402
     BatchingType, CompressionType, ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, ConsumerType,
     InitialPosition, KeySharedMode, PartitionsRoutingMode,
 )
-from client.schema import BytesSchema, Schema, StringSchema  # noqa: E402
-from client.auth import AuthenticationToken  # noqa: E402
-from client.client import Client  # noqa: E402
-from client.producer import Producer  # noqa: E402
-from client.consumer import Consumer  # noqa: E402
-from client.reader import Reader  # noqa: E402
+from minipulsar.client.schema import BytesSchema, Schema, StringSchema  # noqa: E402
+from minipulsar.client.auth import AuthenticationToken  # noqa: E402
+from minipulsar.client.client import Client  # noqa: E402
+from minipulsar.client.producer import Producer  # noqa: E402
+from minipulsar.client.consumer import Consumer  # noqa: E402
+from minipulsar.client.reader import Reader  # noqa: E402

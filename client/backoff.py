@@ -1,7 +1,7 @@
 """Exponential back-off between reconnection attempts.
 
 Delays start at `initial` seconds (0.1) and double up to `maximum` (60), with up to 10 % random
-jitter subtracted so that many clients do not reconnect in lock-step. Source: C++ lib/Backoff.cc
+jitter subtracted so that many clients do not reconnect in lock-step. Source: Pulsar's C++ Backoff
 (initial 100 ms, max 60 s).
 """
 from __future__ import annotations

@@ -5,7 +5,8 @@
 
 It owns the connection pool, the lookup service and the id counters, and closes every producer,
 consumer and reader it created. Options have the names and defaults of pulsar.Client; options the
-bundled client does not implement raise InvalidConfiguration rather than being silently ignored.
+bundled client does not implement are accepted at their default value only and raise
+InvalidConfiguration, naming the option, otherwise (never silently ignored).
 """
 from __future__ import annotations
 
@@ -14,45 +15,99 @@ import itertools
 import logging
 import secrets
 
-from client import codec
-from client.connection_pool import ConnectionPool, parse_service_url
-from client.consumer.consumer import Consumer
-from client.consumer.dead_letter import DeadLetterProducer
-from client.consumer.partition_consumer import ConsumerConfig
-from client.exceptions import AlreadyClosed, InvalidConfiguration
-from client.lookup import LookupService
-from client.message_id import MessageId
-from client.options import (BatchingType, CompressionType, ConsumerType, InitialPosition, PartitionsRoutingMode)
-from client.producer.partition_producer import ProducerConfig
-from client.producer.producer import Producer
-from client.reader import Reader
-from client.schema import BytesSchema, Schema
-from client.topic_name import normalize, partition_name
-from proto.topic_name import partitioned_base
-from proto import PulsarApi_pb2 as api
+from minipulsar.client import codec
+from minipulsar.client.auth import Authentication
+from minipulsar.client.connection_pool import ConnectionPool, parse_service_url
+from minipulsar.client.consumer.consumer import Consumer
+from minipulsar.client.consumer.dead_letter import DeadLetterProducer
+from minipulsar.client.consumer.partition_consumer import ConsumerConfig
+from minipulsar.client.exceptions import AlreadyClosed, InvalidConfiguration
+from minipulsar.client.lookup import LookupService
+from minipulsar.client.message_id import MessageId
+from minipulsar.client.options import (BatchingType, CompressionType, ConsumerType, InitialPosition, PartitionsRoutingMode,
+                                       reject_unsupported)
+from minipulsar.client.producer.partition_producer import ProducerConfig
+from minipulsar.client.producer.producer import Producer
+from minipulsar.client.reader import Reader
+from minipulsar.client.schema import BytesSchema, Schema
+from minipulsar.client.topic_name import normalize, partition_name
+from minipulsar.proto.topic_name import partitioned_base
+from minipulsar.proto import PulsarApi_pb2 as api
 
 log = logging.getLogger(__name__)
 
 
 class Client:
-    """service_url: 'pulsar://host:port'; operation_timeout_seconds bounds every request and the
-    creation of producers and consumers; connection_timeout_ms bounds TCP connect + handshake."""
+    """A client of one Pulsar service: creates producers, consumers and readers (pulsar.Client).
 
-    def __init__(self, service_url: str, authentication=None, operation_timeout_seconds: float = 30,
-                 connection_timeout_ms: int = 10000, keep_alive_interval_seconds: float = 30, **ignored):
+    Use it as an async context manager, or call close(). Options have the names and defaults of
+    pulsar.Client; the official options the bundled client does not implement are accepted only at
+    their default value, and raise InvalidConfiguration otherwise.
+
+    Arguments:
+        service_url (str): 'pulsar://host:port' (several hosts: 'pulsar://h1:6650,h2:6650'; the first
+            one is used). No default.
+        authentication (Authentication | None): credentials sent in CONNECT, e.g.
+            AuthenticationToken. Default: None (auth method "none").
+        operation_timeout_seconds (float): seconds; bounds every request (lookup, SEEK, CLOSE, ...)
+            and the creation of producers, consumers and readers. Default: 30.
+        connection_timeout_ms (int): milliseconds; bounds the TCP connect plus the CONNECT/CONNECTED
+            handshake. Default: 10000.
+        keep_alive_interval_seconds (float): seconds between PINGs; a connection whose previous PING
+            got no answer, and that received nothing else, is closed. Default: 30.
+        listener_name (str | None): the advertised listener to look topics up on (LOOKUP
+            advertised_listener_name). Default: None (the broker's internal listener).
+        io_threads (int): official-client thread count; only 1 is accepted. Default: 1.
+        message_listener_threads (int): official-client thread count; only 1 is accepted. Default: 1.
+        concurrent_lookup_requests (int): not implemented; only 50000 is accepted. Default: 50000.
+        log_conf_file_path (str | None): not implemented (the client logs through `logging`); only
+            None is accepted. Default: None.
+        stats_interval_in_seconds (int): seconds; not implemented, only 600 is accepted. Default: 600.
+        use_tls (bool): TLS is not implemented; only False is accepted. Default: False.
+        tls_trust_certs_file_path (str | None): only None is accepted. Default: None.
+        tls_allow_insecure_connection (bool): only False is accepted. Default: False.
+        tls_validate_hostname (bool): only False is accepted. Default: False.
+        tls_private_key_file_path (str | None): only None is accepted. Default: None.
+        tls_certificate_file_path (str | None): only None is accepted. Default: None.
+        logger (logging.Logger | None): not implemented (each module logs to its own
+            `minipulsar.client.*` logger); only None is accepted. Default: None.
+
+    Raises:
+        InvalidUrl: service_url is not pulsar://host:port.
+        InvalidConfiguration: an unsupported option has a non-default value, or an unknown option is
+            given (the message names it).
+    """
+
+    def __init__(self, service_url: str, authentication: Authentication | None = None,
+                 operation_timeout_seconds: float = 30, connection_timeout_ms: int = 10000,
+                 keep_alive_interval_seconds: float = 30, *, listener_name: str | None = None,
+                 io_threads: int = 1, message_listener_threads: int = 1, concurrent_lookup_requests: int = 50000,
+                 log_conf_file_path: str | None = None, stats_interval_in_seconds: int = 600,
+                 use_tls: bool = False, tls_trust_certs_file_path: str | None = None,
+                 tls_allow_insecure_connection: bool = False, tls_validate_hostname: bool = False,
+                 tls_private_key_file_path: str | None = None, tls_certificate_file_path: str | None = None,
+                 logger=None, **unknown):
         parse_service_url(service_url)
         self.service_url = service_url
         self.operation_timeout = float(operation_timeout_seconds)
-        for name in ignored:
-            if name not in ("io_threads", "message_listener_threads", "concurrent_lookup_requests", "logger",
-                            "log_conf_file_path", "stats_interval_in_seconds", "listener_name"):
-                raise InvalidConfiguration(f"Client option {name!r} is not supported by the bundled client")
+        if unknown:
+            raise InvalidConfiguration(f"Client option {next(iter(unknown))!r} is not supported by the bundled client")
+        reject_unsupported(
+            io_threads=(io_threads, 1), message_listener_threads=(message_listener_threads, 1),
+            concurrent_lookup_requests=(concurrent_lookup_requests, 50000),
+            log_conf_file_path=(log_conf_file_path, None), stats_interval_in_seconds=(stats_interval_in_seconds, 600),
+            use_tls=(use_tls, False), tls_trust_certs_file_path=(tls_trust_certs_file_path, None),
+            tls_allow_insecure_connection=(tls_allow_insecure_connection, False),
+            tls_validate_hostname=(tls_validate_hostname, False),
+            tls_private_key_file_path=(tls_private_key_file_path, None),
+            tls_certificate_file_path=(tls_certificate_file_path, None), logger=(logger, None),
+        )
         self.pool = ConnectionPool(self.operation_timeout, connection_timeout_ms / 1000.0, authentication,
                                    keep_alive_interval_seconds)
         self._request_ids = itertools.count()
         self._producer_ids = itertools.count()
         self._consumer_ids = itertools.count()
-        self.lookup = LookupService(self.pool, service_url, self.new_request_id)
+        self.lookup = LookupService(self.pool, service_url, self.new_request_id, listener_name or "")
         self._handles: set = set()
         self._closed = False
 
@@ -64,12 +119,15 @@ class Client:
 
     # ---- ids -------------------------------------------------------------------------------
     def new_request_id(self) -> int:
+        """The next request_id of this client (shared by every connection)."""
         return next(self._request_ids)
 
     def new_producer_id(self) -> int:
+        """The next producer_id of this client (one per partition producer)."""
         return next(self._producer_ids)
 
     def new_consumer_id(self) -> int:
+        """The next consumer_id of this client (one per partition consumer)."""
         return next(self._consumer_ids)
 
     @staticmethod
@@ -86,15 +144,36 @@ class Client:
 
     # ---- topics ----------------------------------------------------------------------------
     async def get_topic_partitions(self, topic: str) -> list[str]:
-        """The partition names of topic, or [topic] when it is not partitioned."""
+        """The partition names of a topic ('<topic>-partition-<i>'), or [topic] when it is not
+        partitioned (PARTITIONED_METADATA).
+
+        Arguments:
+            topic (str): topic name, short ('my-topic') or fully qualified. No default.
+
+        Raises:
+            AlreadyClosed: the client is closed.
+            InvalidTopicName: topic cannot be parsed.
+            Timeout: no answer within operation_timeout_seconds (retryable failures are retried).
+            PulsarException: the broker's non-retryable error (e.g. AuthorizationError).
+        """
         self._check_open()
         topic = normalize(topic)
         count = await self.lookup.partitions_with_retry(topic, self.operation_timeout)
         return [partition_name(topic, i) for i in range(count)] if count else [topic]
 
     async def get_topics_of_namespace(self, namespace: str) -> list[str]:
-        """Persistent topics of namespace ('tenant/ns'), partitioned topics by their base name,
-        sorted (GET_TOPICS_OF_NAMESPACE; the official client does the same suffix stripping)."""
+        """Persistent topics of a namespace, partitioned topics by their base name, sorted
+        (GET_TOPICS_OF_NAMESPACE; the official client strips the partition suffix the same way).
+
+        Arguments:
+            namespace (str): 'tenant/namespace'. No default.
+
+        Raises:
+            AlreadyClosed: the client is closed.
+            ConnectError: the service URL cannot be reached.
+            Timeout: no answer within operation_timeout_seconds.
+            PulsarException: the broker's error for the request.
+        """
         self._check_open()
         names = await self.lookup.topics_of_namespace(namespace)
         return sorted({partitioned_base(name) for name in names})
@@ -112,11 +191,58 @@ class Client:
                               batching_type: BatchingType = BatchingType.Default, encryption_key=None,
                               crypto_key_reader=None, access_mode: int = api.Shared, message_router=None,
                               _initial_subscription_name: str | None = None) -> Producer:
-        """A producer on topic (one per partition when partitioned); raises TopicNotFound,
-        ProducerBusy, Timeout, InvalidConfiguration."""
+        """A producer on topic: one PRODUCER per partition of a partitioned topic, all created
+        before this returns (pulsar.Client.create_producer).
+
+        Arguments:
+            topic (str): topic name, short or fully qualified. No default.
+            producer_name (str | None): name to register; the broker refuses a second producer with
+                the same name on the topic. Default: None (the broker assigns one).
+            schema (Schema | None): how send() encodes values. Default: None (BytesSchema).
+            initial_sequence_id (int | None): sequence id of the message before the first one sent.
+                Default: None (continue after the broker's last_sequence_id, else start at 0).
+            send_timeout_millis (int): milliseconds from send to receipt before the message fails
+                with Timeout; 0 = no timeout. Default: 30000.
+            compression_type (CompressionType): NONE, LZ4, ZLib, ZSTD or SNAPPY. Default: NONE.
+            max_pending_messages (int): messages awaiting their receipt, per partition; 0 = no
+                limit. Default: 1000.
+            max_pending_messages_across_partitions (int): messages awaiting their receipt over all
+                partitions (each partition gets at most this / partitions). Default: 50000.
+            block_if_queue_full (bool): when the pending queue is full, wait for room instead of
+                raising ProducerQueueIsFull. Default: False.
+            batching_enabled (bool): group messages into batch entries. Default: False.
+            batching_max_messages (int): messages per batch. Default: 1000.
+            batching_max_allowed_size_in_bytes (int): bytes of payload per batch. Default: 131072.
+            batching_max_publish_delay_ms (int): milliseconds a batch may wait to fill. Default: 10.
+            chunking_enabled (bool): not implemented; only False is accepted. Default: False.
+            message_routing_mode (PartitionsRoutingMode): partition choice for messages without a
+                partition key. Default: RoundRobinDistribution.
+            lazy_start_partitioned_producers (bool): not implemented (every partition producer
+                starts at once); only False is accepted. Default: False.
+            properties (dict[str, str] | None): producer metadata sent with PRODUCER. Default: None.
+            batching_type (BatchingType): Default (one batch) or KeyBased (one batch per key).
+                Default: BatchingType.Default.
+            encryption_key (str | None): not implemented; only None is accepted. Default: None.
+            crypto_key_reader (object | None): not implemented; only None is accepted. Default: None.
+            access_mode (int): ProducerAccessMode (Shared, Exclusive, WaitForExclusive,
+                ExclusiveWithFencing). Default: Shared.
+            message_router (callable | None): not implemented; only None is accepted. Default: None.
+
+        Raises:
+            AlreadyClosed: the client is closed.
+            InvalidConfiguration: an unsupported option is set, or the compression package is missing.
+            InvalidTopicName: topic cannot be parsed.
+            Timeout: not created within operation_timeout_seconds (retryable failures are retried).
+            ProducerBusy, ProducerFenced, TopicNotFound, TopicTerminated, IncompatibleSchema,
+                AuthorizationError, ...: the broker refused the producer.
+        """
         self._check_open()
-        if chunking_enabled or encryption_key or crypto_key_reader or message_router:
-            raise InvalidConfiguration("chunking, encryption and custom routers are not supported by the bundled client")
+        reject_unsupported(
+            chunking_enabled=(chunking_enabled, False),
+            lazy_start_partitioned_producers=(lazy_start_partitioned_producers, False),
+            encryption_key=(encryption_key, None), crypto_key_reader=(crypto_key_reader, None),
+            message_router=(message_router, None),
+        )
         codec.check_available(CompressionType(compression_type))
         topic = normalize(topic)
         conf = ProducerConfig(
@@ -149,16 +275,82 @@ class Client:
                         start_message_id_inclusive: bool = False, batch_receive_policy=None, key_shared_policy=None,
                         batch_index_ack_enabled: bool = False, regex_subscription_mode=None,
                         dead_letter_policy=None, crypto_failure_action=None, priority_level: int = 0) -> Consumer:
-        """A consumer on one topic or a list of topics; raises ConsumerBusy, TopicNotFound, Timeout,
-        InvalidConfiguration."""
+        """A consumer of one topic or a list of topics: one SUBSCRIBE per partition, all
+        subscribed before this returns (pulsar.Client.subscribe).
+
+        Arguments:
+            topic (str | list[str]): topic name(s), short or fully qualified; no regex. No default.
+            subscription_name (str): the subscription to join or create. No default.
+            consumer_type (ConsumerType): Exclusive, Shared, Failover, KeyShared or KeyFailover
+                (minipulsar's SubType 4). Default: Exclusive.
+            schema (Schema | None): how Message.value() decodes payloads. Default: None (BytesSchema).
+            message_listener (callable | None): listener(consumer, message), sync or async, called
+                for every message in a background task. Default: None (use receive()).
+            receiver_queue_size (int): messages the broker may push ahead (FLOW permits), per
+                partition; 0 is treated as 1. Default: 1000.
+            max_total_receiver_queue_size_across_partitions (int): messages, over all partitions and
+                topics: each partition's queue is at most this / number of partitions. Default: 50000.
+            consumer_name (str | None): Default: None (10 random hex characters).
+            unacked_messages_timeout_ms (int | None): milliseconds after which a received but
+                unacknowledged message is redelivered; at least 1000. Default: None (never).
+            broker_consumer_stats_cache_time_ms (int): milliseconds; consumer stats are not
+                implemented, only 30000 is accepted. Default: 30000.
+            negative_ack_redelivery_delay_ms (int): milliseconds from negative_acknowledge to
+                redelivery. Default: 60000.
+            is_read_compacted (bool): read the compacted view of the topic. Default: False.
+            properties (dict[str, str] | None): consumer metadata sent with SUBSCRIBE. Default: None.
+            pattern_auto_discovery_period (int): seconds; regex subscriptions are not implemented,
+                only 60 is accepted. Default: 60.
+            initial_position (InitialPosition): where a new subscription starts: Latest or Earliest.
+                Default: Latest.
+            crypto_key_reader (object | None): not implemented; only None is accepted. Default: None.
+            replicate_subscription_state_enabled (bool): replicate this subscription's position to
+                the other clusters (PIP-33). Default: False.
+            max_pending_chunked_message (int): chunking is not implemented; only 10 is accepted.
+                Default: 10.
+            auto_ack_oldest_chunked_message_on_queue_full (bool): only False is accepted. Default: False.
+            start_message_id_inclusive (bool): accepted for compatibility; seek(message_id) on a
+                consumer always delivers the sought message itself (the broker resets onto it).
+                Default: False.
+            batch_receive_policy (object | None): not implemented; only None is accepted. Default: None.
+            key_shared_policy (ConsumerKeySharedPolicy | None): KeyShared options; only with
+                consumer_type KeyShared. Default: None (AutoSplit, ordered delivery).
+            batch_index_ack_enabled (bool): acknowledge single messages of a batch on the broker
+                (ack_set, PIP-54). Default: False.
+            regex_subscription_mode (RegexSubscriptionMode | None): regex subscriptions are not
+                implemented; only None or PersistentOnly is accepted. Default: None.
+            dead_letter_policy (ConsumerDeadLetterPolicy | None): where messages go after too many
+                redeliveries. Default: None (redeliver forever).
+            crypto_failure_action (ConsumerCryptoFailureAction | None): decryption is not
+                implemented; only None or FAIL is accepted. Default: None.
+            priority_level (int): dispatch priority on Shared subscriptions, 0 = highest. Default: 0.
+
+        Raises:
+            AlreadyClosed: the client is closed.
+            InvalidConfiguration: an unsupported option is set, or options contradict each other.
+            InvalidTopicName: a topic cannot be parsed.
+            Timeout: not subscribed within operation_timeout_seconds (retryable failures are retried).
+            ConsumerBusy, ConsumerAssignError, TopicNotFound, SubscriptionNotFound, IncompatibleSchema,
+                AuthorizationError, ...: the broker refused the subscription.
+        """
         self._check_open()
-        if crypto_key_reader or batch_receive_policy:
-            raise InvalidConfiguration("encryption and batch receive are not supported by the bundled client")
+        reject_unsupported(
+            crypto_key_reader=(crypto_key_reader, None), batch_receive_policy=(batch_receive_policy, None),
+            broker_consumer_stats_cache_time_ms=(broker_consumer_stats_cache_time_ms, 30000),
+            pattern_auto_discovery_period=(pattern_auto_discovery_period, 60),
+            max_pending_chunked_message=(max_pending_chunked_message, 10),
+            auto_ack_oldest_chunked_message_on_queue_full=(auto_ack_oldest_chunked_message_on_queue_full, False),
+            regex_subscription_mode=(regex_subscription_mode, 0),  # RegexSubscriptionMode.PersistentOnly
+            crypto_failure_action=(crypto_failure_action, 0),  # ConsumerCryptoFailureAction.FAIL
+        )
         if unacked_messages_timeout_ms is not None and 0 < unacked_messages_timeout_ms < 1000:
             raise InvalidConfiguration("unacked_messages_timeout_ms must be at least 1000")
+        if key_shared_policy is not None and ConsumerType(consumer_type) != ConsumerType.KeyShared:
+            raise InvalidConfiguration("key_shared_policy applies only to consumer_type=ConsumerType.KeyShared")
         conf = ConsumerConfig(
             subscription_name=subscription_name, consumer_type=ConsumerType(consumer_type),
             schema=schema or BytesSchema(), receiver_queue_size=receiver_queue_size, consumer_name=consumer_name,
+            max_total_receiver_queue_size_across_partitions=max_total_receiver_queue_size_across_partitions,
             unacked_messages_timeout_ms=unacked_messages_timeout_ms or None,
             negative_ack_redelivery_delay_ms=negative_ack_redelivery_delay_ms, properties=properties,
             initial_position=InitialPosition(initial_position),
@@ -194,10 +386,33 @@ class Client:
                             reader_listener=None, receiver_queue_size: int = 1000, reader_name: str | None = None,
                             subscription_role_prefix: str | None = None, is_read_compacted: bool = False,
                             crypto_key_reader=None, start_message_id_inclusive: bool = False) -> Reader:
-        """A Reader on topic starting at start_message_id (MessageId.earliest / .latest / an id)."""
+        """A Reader of topic: a non-durable Exclusive subscription starting at start_message_id
+        (pulsar.Client.create_reader).
+
+        Arguments:
+            topic (str): topic name, short or fully qualified. No default.
+            start_message_id (MessageId): MessageId.earliest, MessageId.latest or a message's id.
+                No default.
+            schema (Schema | None): how Message.value() decodes payloads. Default: None (BytesSchema).
+            reader_listener (callable | None): not implemented; only None is accepted. Default: None.
+            receiver_queue_size (int): messages the broker may push ahead, per partition. Default: 1000.
+            reader_name (str | None): the consumer name. Default: None (10 random hex characters).
+            subscription_role_prefix (str | None): prefix of the subscription name
+                '<prefix>-<10 hex>'. Default: None ('reader').
+            is_read_compacted (bool): read the compacted view of the topic. Default: False.
+            crypto_key_reader (object | None): not implemented; only None is accepted. Default: None.
+            start_message_id_inclusive (bool): also read the message at start_message_id.
+                Default: False.
+
+        Raises:
+            AlreadyClosed: the client is closed.
+            InvalidConfiguration: an unsupported option is set.
+            InvalidTopicName: topic cannot be parsed.
+            Timeout: not subscribed within operation_timeout_seconds.
+            TopicNotFound, AuthorizationError, ...: the broker refused the reader.
+        """
         self._check_open()
-        if crypto_key_reader or reader_listener:
-            raise InvalidConfiguration("encryption and reader listeners are not supported by the bundled client")
+        reject_unsupported(reader_listener=(reader_listener, None), crypto_key_reader=(crypto_key_reader, None))
         conf = ConsumerConfig(
             subscription_name=f"{subscription_role_prefix or 'reader'}-{self.random_name()}",
             consumer_type=ConsumerType.Exclusive, schema=schema or BytesSchema(),
@@ -211,7 +426,8 @@ class Client:
 
     # ---- closing ---------------------------------------------------------------------------
     async def close(self) -> None:
-        """Close every producer, consumer and reader, then the connections; idempotent."""
+        """Close every producer, consumer and reader this client created, then its connections.
+        Idempotent; raises nothing (a handle failing to close is still forgotten)."""
         if self._closed:
             return
         handles = list(self._handles)

@@ -4,14 +4,15 @@ MessageMetadata.uncompressed_size says how big it decompresses.
 LZ4 = LZ4 *block* format (no frame, no stored size); ZLib = zlib stream (Java Deflater); ZSTD =
 zstd frame; SNAPPY = raw snappy. Each library is imported only when used, so a missing package
 fails only that compression type, with InvalidConfiguration naming the package to install.
-Source: C++ lib/CompressionCodec*.cc.
+Source: Pulsar's C++ CompressionCodecLZ4 / CompressionCodecZLib / CompressionCodecZstd /
+CompressionCodecSnappy.
 """
 from __future__ import annotations
 
 import zlib
 
-from client.exceptions import InvalidConfiguration, InvalidMessage
-from client.options import CompressionType
+from minipulsar.client.exceptions import InvalidConfiguration, InvalidMessage
+from minipulsar.client.options import CompressionType
 
 _PACKAGES = {CompressionType.LZ4: "lz4", CompressionType.ZSTD: "zstandard", CompressionType.SNAPPY: "python-snappy"}
 

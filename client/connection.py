@@ -7,19 +7,19 @@ the handler registered for their producer_id / consumer_id: SEND_RECEIPT, SEND_E
 CLOSE_PRODUCER -> producer; MESSAGE, CLOSE_CONSUMER, ACTIVE_CONSUMER_CHANGE,
 REACHED_END_OF_TOPIC -> consumer. When the socket closes every registered handler is told, so it can
 reconnect. Keep-alive: every keep_alive_interval seconds send PING; if the previous PING is still
-unanswered and nothing else arrived, close. Source: C++ lib/ClientConnection.cc.
+unanswered and nothing else arrived, close. Source: Pulsar's C++ ClientConnection (Java ClientCnx).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
-from client import __version__
-from client.exceptions import ConnectError, PulsarException, ReadError, Timeout, from_server_error
-from proto import PulsarApi_pb2 as api
-from proto.errors import FrameError
-from proto.frames import Frame, FrameDecoder, encode_command, encode_payload_command
+from minipulsar.client import __version__
+from minipulsar.client.exceptions import ConnectError, PulsarException, ReadError, Timeout, from_server_error
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.errors import FrameError
+from minipulsar.proto.frames import Frame, FrameDecoder, encode_command
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +80,8 @@ class ClientConnection(asyncio.Protocol):
         self.server_version = ""
         self.protocol_version = 0
         self.closed = False
-        self.producers: dict[int, Any] = {}
-        self.consumers: dict[int, Any] = {}
+        self.producers: dict[int, ProducerListener] = {}
+        self.consumers: dict[int, ConsumerListener] = {}
         self._pending: dict[int, asyncio.Future] = {}
         self._connected: asyncio.Future | None = None
         self._ping_outstanding = False
@@ -221,10 +221,6 @@ class ClientConnection(asyncio.Protocol):
     def send_command(self, command: api.BaseCommand) -> None:
         if not self.closed and self.transport is not None:
             self.transport.write(encode_command(command))
-
-    def send_payload(self, command: api.BaseCommand, headers_and_payload: bytes) -> None:
-        if not self.closed and self.transport is not None:
-            self.transport.write(encode_payload_command(command, headers_and_payload))
 
     def write(self, data: bytes) -> None:
         """Write an already-encoded frame."""

@@ -1,5 +1,5 @@
 """Connections shared by every producer and consumer of one Client: one per (logical broker URL,
-physical address), opened on first use and forgotten when it closes. Source: C++ ConnectionPool
+physical address), opened on first use and forgotten when it closes. Source: Pulsar's C++ ConnectionPool
 (connectionsPerBroker = 1).
 """
 from __future__ import annotations
@@ -8,8 +8,8 @@ import asyncio
 import logging
 from urllib.parse import urlparse
 
-from client.connection import ClientConnection
-from client.exceptions import InvalidUrl
+from minipulsar.client.connection import ClientConnection
+from minipulsar.client.exceptions import InvalidUrl
 
 log = logging.getLogger(__name__)
 

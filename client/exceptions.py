@@ -2,11 +2,12 @@
 
 All derive from PulsarException. `from_server_error(code, message)` maps a protocol ServerError
 (CommandError.error, CommandSendError.error, lookup failures) to the matching class.
-Source: pulsar-client-python pulsar/exceptions.py (names), PulsarApi.proto ServerError (codes).
+Source: the exception classes of the official `pulsar` package (names), the protocol's ServerError
+enum (codes).
 """
 from __future__ import annotations
 
-from proto import PulsarApi_pb2 as api
+from minipulsar.proto import PulsarApi_pb2 as api
 
 
 class PulsarException(Exception):
@@ -222,13 +223,18 @@ _BY_SERVER_ERROR: dict[int, type[PulsarException]] = {
     api.ProducerFenced: ProducerFenced,
 }
 
-# Errors worth retrying while (re)connecting a handle. Source: C++ ResultUtils isResultRetryable.
+# Errors worth retrying while (re)connecting a handle. Source: Pulsar's C++ isResultRetryable.
 RETRYABLE = (ConnectError, Timeout, ServiceUnitNotReady, TooManyLookupRequestException, LookupError,
              BrokerMetadataError, BrokerPersistenceError, NotConnected, ReadError)
 
 
 def from_server_error(code: int, message: str = "") -> PulsarException:
-    """The exception for ServerError `code`, carrying the broker's message."""
+    """The exception for a protocol ServerError, carrying the broker's message (returned, not raised).
+
+    Arguments:
+        code (int): a ServerError value; unknown codes give UnknownError. No default.
+        message (str): the broker's message. Default: "".
+    """
     cls = _BY_SERVER_ERROR.get(code, UnknownError)
     name = api.ServerError.Name(code) if code in api.ServerError.values() else str(code)
     return cls(f"{name}: {message}" if message else name)

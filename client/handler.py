@@ -5,7 +5,9 @@ Creation (start()) retries retryable errors until the operation timeout and fail
 others (TopicNotFound, ProducerBusy, ...). Once created, a handle retries every error except the
 terminal ones (ProducerFenced, TopicTerminated) for as long as it is open, so a broker restart is
 survived. Subclasses implement _connection_opened(cnx) (send PRODUCER / SUBSCRIBE and wait for the
-answer) and _connection_lost(). Source: C++ lib/HandlerBase.cc (backoff 100 ms .. 60 s).
+answer), _connection_lost() and _close_command(request_id) (their CLOSE_PRODUCER / CLOSE_CONSUMER);
+_send_close and _request_close are the one way either kind of handle closes itself on the broker.
+Source: Pulsar's C++ HandlerBase (backoff 100 ms .. 60 s).
 """
 from __future__ import annotations
 
@@ -14,12 +16,13 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from client.backoff import Backoff
-from client.connection import ClientConnection
-from client.exceptions import RETRYABLE, AlreadyClosed, ProducerFenced, PulsarException, Timeout, TopicTerminated
+from minipulsar.client.backoff import Backoff
+from minipulsar.client.connection import ClientConnection
+from minipulsar.client.exceptions import RETRYABLE, AlreadyClosed, ProducerFenced, PulsarException, Timeout, TopicTerminated
+from minipulsar.proto import PulsarApi_pb2 as api
 
 if TYPE_CHECKING:
-    from client.client import Client
+    from minipulsar.client.client import Client
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +118,27 @@ class HandlerBase:
         if self._reconnect_task is not None and self._reconnect_task is not asyncio.current_task():
             self._reconnect_task.cancel()
 
+    # ---- closing on the broker --------------------------------------------------------------
+    def _send_close(self, cnx: ClientConnection) -> None:
+        """Send CLOSE_PRODUCER / CLOSE_CONSUMER without waiting for the answer: after PRODUCER or
+        SUBSCRIBE timed out, so that a broker which created the handle late releases it."""
+        cnx.send_command(self._close_command(self.client.new_request_id()))
+
+    async def _request_close(self, cnx: ClientConnection) -> None:
+        """Send CLOSE_PRODUCER / CLOSE_CONSUMER and wait for the answer (bounded by the operation
+        timeout); a failure is only logged, since the handle is closed locally anyway."""
+        request_id = self.client.new_request_id()
+        command = self._close_command(request_id)
+        try:
+            await cnx.request(command, request_id)
+        except Exception as exc:  # noqa: BLE001 - closing anyway
+            log.debug("%s: %s failed: %s", self, api.BaseCommand.Type.Name(command.type), exc)
+
     # ---- for subclasses --------------------------------------------------------------------
+    def _close_command(self, request_id: int) -> api.BaseCommand:
+        """The CLOSE_PRODUCER / CLOSE_CONSUMER command of this handle."""
+        raise NotImplementedError
+
     async def _connection_opened(self, cnx: ClientConnection) -> None:
         raise NotImplementedError
 

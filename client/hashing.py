@@ -4,7 +4,7 @@ The official Python client (C++ 4.x underneath) routes keyed messages with its d
 scheme BoostHash: boost::hash<std::string> of the key (Boost >= 1.81, 64-bit: the mulx-based
 hash_range with seed 0), masked to 31 bits, modulo the number of partitions. Reproduced here so that
 both clients send a key to the same partition (checked against pulsar-client 3.13 in the tests).
-Source: C++ lib/BoostHash.cc and RoundRobinMessageRouter.cc; boost/container_hash/hash.hpp.
+Source: Pulsar's C++ BoostHash and RoundRobinMessageRouter; Boost's boost::hash_range.
 """
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """Binary-protocol lookup: PARTITIONED_METADATA (how many partitions) and LOOKUP (which broker
 serves a topic), both asked on the service-URL connection; redirects are followed up to
-MAX_REDIRECTS times. Source: C++ lib/BinaryProtoLookupService.cc; facts file 6.2-6.3.
+MAX_REDIRECTS times. LOOKUP carries the client's listener name as advertised_listener_name (empty:
+the broker's internal listener). Source: Pulsar's C++ BinaryProtoLookupService and the binary
+protocol's "Topic lookup" and "Partitioned topics discovery" sections.
 """
 from __future__ import annotations
 
@@ -9,10 +11,10 @@ import logging
 import time
 from typing import Callable
 
-from client.backoff import Backoff
-from client.connection_pool import ConnectionPool
-from client.exceptions import RETRYABLE, LookupError, Timeout, from_server_error
-from proto import PulsarApi_pb2 as api
+from minipulsar.client.backoff import Backoff
+from minipulsar.client.connection_pool import ConnectionPool
+from minipulsar.client.exceptions import RETRYABLE, LookupError, Timeout, from_server_error
+from minipulsar.proto import PulsarApi_pb2 as api
 
 log = logging.getLogger(__name__)
 
@@ -23,16 +25,26 @@ LookupResponse = api.CommandLookupTopicResponse
 
 
 class LookupService:
-    """service_url: 'pulsar://host:port'; new_request_id: the client's request-id counter."""
+    """Lookups for one Client.
 
-    def __init__(self, pool: ConnectionPool, service_url: str, new_request_id: Callable[[], int]):
+    Arguments:
+        pool (ConnectionPool): the client's connections.
+        service_url (str): 'pulsar://host:port', asked first.
+        new_request_id (Callable[[], int]): the client's request-id counter.
+        listener_name (str): LOOKUP.advertised_listener_name; "" = the broker's internal listener.
+            Default: "".
+    """
+
+    def __init__(self, pool: ConnectionPool, service_url: str, new_request_id: Callable[[], int],
+                 listener_name: str = ""):
         self.pool = pool
         self.service_url = service_url
         self.new_request_id = new_request_id
+        self.listener_name = listener_name
 
     async def partitions_with_retry(self, topic: str, timeout: float) -> int:
         """partitions(), retrying retryable failures (broker down, not ready) for up to timeout
-        seconds, then raising Timeout. Source: C++ RetryableLookupService."""
+        seconds, then raising Timeout. Source: Pulsar's C++ RetryableLookupService."""
         backoff = Backoff()
         deadline = time.monotonic() + timeout
         while True:
@@ -76,7 +88,8 @@ class LookupService:
             cnx = await self.pool.get(url)
             request_id = self.new_request_id()
             reply = await cnx.request(api.BaseCommand(type=Type.LOOKUP, lookupTopic=api.CommandLookupTopic(
-                topic=topic, request_id=request_id, authoritative=authoritative, advertised_listener_name="",
+                topic=topic, request_id=request_id, authoritative=authoritative,
+                advertised_listener_name=self.listener_name,
             )), request_id)
             if not reply.HasField("response") or reply.response == LookupResponse.Failed:
                 if reply.HasField("error"):

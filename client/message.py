@@ -8,11 +8,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from client.message_id import MessageId
+from minipulsar.client.message_id import MessageId
 
 
 class Message:
-    """One received message; times are milliseconds since the epoch (0 when unset)."""
+    """One received message (pulsar.Message); built by the consumer, not by applications.
+
+    Arguments:
+        data (bytes): the payload. No default.
+        message_id (MessageId): where the message lives. No default.
+        topic (str): the (partition) topic it came from. No default.
+        properties (dict[str, str] | None): message properties. Default: None (empty).
+        partition_key (str): Default: "" (none).
+        ordering_key (bytes): Default: b"" (none).
+        publish_time (int): milliseconds since the epoch. Default: 0.
+        event_time (int): milliseconds since the epoch; 0 = unset. Default: 0.
+        redelivery_count (int): times the broker delivered it before. Default: 0.
+        schema (Schema | None): decodes value(). Default: None (value() returns the bytes).
+        schema_version (bytes): Default: b"".
+        producer_name (str): Default: "".
+        sequence_id (int): the producer's sequence id; -1 when unknown. Default: -1.
+        owner (PartitionConsumer | None): the consumer acks and permits go to. Default: None.
+    """
 
     __slots__ = ("_data", "_properties", "_partition_key", "_ordering_key", "_publish_time", "_event_time",
                  "_message_id", "_redelivery_count", "_topic", "_schema", "_schema_version", "_producer_name",
@@ -42,43 +59,59 @@ class Message:
         return self._data
 
     def value(self):
-        """The payload decoded by the consumer's schema (bytes for BytesSchema)."""
+        """The payload decoded by the consumer's schema (bytes for BytesSchema, str for StringSchema).
+
+        Raises:
+            UnicodeDecodeError: StringSchema and the payload is not UTF-8.
+        """
         return self._schema.decode(self._data) if self._schema is not None else self._data
 
     def properties(self) -> dict[str, str]:
+        """A copy of the message properties."""
         return dict(self._properties)
 
     def partition_key(self) -> str:
+        """The partition key, "" when none."""
         return self._partition_key
 
     def ordering_key(self) -> str:
+        """The ordering key decoded as UTF-8, "" when none."""
         return self._ordering_key.decode("utf-8", "replace") if self._ordering_key else ""
 
     def ordering_key_bytes(self) -> bytes:
+        """The ordering key as sent, b"" when none."""
         return self._ordering_key
 
     def publish_timestamp(self) -> int:
+        """When the producer published it, in milliseconds since the epoch."""
         return self._publish_time
 
     def event_timestamp(self) -> int:
+        """The event time in milliseconds since the epoch, 0 when unset."""
         return self._event_time
 
     def message_id(self) -> MessageId:
+        """The message's id."""
         return self._message_id
 
     def redelivery_count(self) -> int:
+        """How many times the broker delivered it before."""
         return self._redelivery_count
 
     def topic_name(self) -> str:
+        """The (partition) topic it came from."""
         return self._topic
 
     def schema_version(self) -> bytes:
+        """The schema version the producer used, b"" when none."""
         return self._schema_version
 
     def producer_name(self) -> str:
+        """The name of the producer that published it."""
         return self._producer_name
 
     def sequence_id(self) -> int:
+        """The producer's sequence id of this message, -1 when unknown."""
         return self._sequence_id
 
     def __repr__(self) -> str:

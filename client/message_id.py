@@ -5,13 +5,13 @@ serialize() is a MessageIdData protobuf with the same fields the C++ client writ
 when != -1, batch_index only when != -1, batch_size only when != 0), so its bytes are identical to
 `pulsar.MessageId.serialize()`. Ids order by (ledger_id, entry_id, batch_index); earliest is
 (-1, -1) and latest (INT64_MAX, INT64_MAX), travelling as uint64 on the wire.
-Source: C++ lib/MessageId.cc (serialize, earliest/latest).
+Source: Pulsar's C++ MessageId (serialize, earliest, latest).
 """
 from __future__ import annotations
 
 from functools import total_ordering
 
-from proto import PulsarApi_pb2 as api
+from minipulsar.proto import PulsarApi_pb2 as api
 
 INT64_MAX = (1 << 63) - 1
 _U64 = (1 << 64) - 1
@@ -23,8 +23,19 @@ def _signed(value: int) -> int:
 
 @total_ordering
 class MessageId:
-    """partition: -1 outside partitioned topics; batch_index: -1 for non-batched messages;
-    batch_size: messages in the batch entry (0 when unknown or not batched)."""
+    """The id of a message (pulsar.MessageId). Argument order matches the official constructor.
+
+    Arguments:
+        partition (int): partition index; -1 outside partitioned topics. Default: -1.
+        ledger_id (int): ledger of the entry. Default: -1.
+        entry_id (int): entry within the ledger. Default: -1.
+        batch_index (int): index inside a batch entry; -1 for a non-batched message. Default: -1.
+        batch_size (int): messages in the batch entry; 0 when unknown or not batched. Default: 0.
+        topic (str | None): the topic the id came from (routes acks on multi-topic consumers;
+            never serialized). Default: None.
+
+    Class attributes earliest and latest are the official client's MessageId.earliest / .latest.
+    """
 
     __slots__ = ("_ledger_id", "_entry_id", "_batch_index", "_partition", "_batch_size", "_topic")
     earliest: "MessageId"
@@ -32,7 +43,6 @@ class MessageId:
 
     def __init__(self, partition: int = -1, ledger_id: int = -1, entry_id: int = -1, batch_index: int = -1,
                  batch_size: int = 0, topic: str | None = None):
-        # Argument order matches pulsar.MessageId(partition, ledger_id, entry_id, batch_index).
         self._ledger_id = ledger_id
         self._entry_id = entry_id
         self._batch_index = batch_index
@@ -41,27 +51,38 @@ class MessageId:
         self._topic = topic  # the topic the id came from, for multi-topic acks; never serialized
 
     def ledger_id(self) -> int:
+        """The ledger id."""
         return self._ledger_id
 
     def entry_id(self) -> int:
+        """The entry id within the ledger."""
         return self._entry_id
 
     def batch_index(self) -> int:
+        """The index inside a batch entry, -1 for a non-batched message."""
         return self._batch_index
 
     def partition(self) -> int:
+        """The partition index, -1 outside partitioned topics."""
         return self._partition
 
     def batch_size(self) -> int:
+        """Messages in the batch entry, 0 when unknown or not batched."""
         return self._batch_size
 
     def topic_name(self) -> str | None:
+        """The topic the id came from, None when unknown."""
         return self._topic
 
     # ---- wire forms ------------------------------------------------------------------------
     def to_proto(self, target: api.MessageIdData | None = None, with_batch: bool = True) -> api.MessageIdData:
-        """Fill target (or a new MessageIdData) as the C++ client does; with_batch=False leaves out
-        batch_index/batch_size (ACK of a whole entry, SEEK)."""
+        """The MessageIdData of this id, filled as the C++ client does.
+
+        Arguments:
+            target (MessageIdData | None): the proto to fill. Default: None (a new one).
+            with_batch (bool): include batch_index and batch_size; False for an ACK of a whole
+                entry or a SEEK. Default: True.
+        """
         data = target if target is not None else api.MessageIdData()
         data.ledgerId = self._ledger_id & _U64
         data.entryId = self._entry_id & _U64
@@ -76,6 +97,12 @@ class MessageId:
 
     @classmethod
     def from_proto(cls, data: api.MessageIdData, topic: str | None = None) -> "MessageId":
+        """The MessageId of a MessageIdData (ledger and entry ids read as signed 64-bit).
+
+        Arguments:
+            data (MessageIdData): the proto. No default.
+            topic (str | None): the topic to remember. Default: None.
+        """
         return cls(
             data.partition if data.HasField("partition") else -1,
             _signed(data.ledgerId), _signed(data.entryId),
@@ -90,7 +117,14 @@ class MessageId:
 
     @classmethod
     def deserialize(cls, data: bytes) -> "MessageId":
-        """Parse bytes from serialize() (ours or the official client's)."""
+        """Parse bytes from serialize() (ours or the official client's).
+
+        Arguments:
+            data (bytes): MessageIdData bytes. No default.
+
+        Raises:
+            google.protobuf.message.DecodeError: data is not a MessageIdData.
+        """
         proto = api.MessageIdData()
         proto.ParseFromString(data)
         return cls.from_proto(proto)

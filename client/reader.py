@@ -1,33 +1,49 @@
 """The public Reader: a non-durable Exclusive subscription ('reader-<10 hex>') that starts at
 MessageId.earliest, MessageId.latest or a given id (start_message_id_inclusive decides whether that
 id itself is read). Nothing is acknowledged durably; position lives in the client.
-Source: C++ lib/ReaderImpl.cc; facts file 6.5.
+Source: Pulsar's C++ ReaderImpl (Java ReaderImpl).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 
-from client.consumer.consumer import Consumer
-from client.exceptions import AlreadyClosed
-from client.message import Message
-from client.message_id import MessageId
+from minipulsar.client.consumer.consumer import Consumer
+from minipulsar.client.exceptions import AlreadyClosed
+from minipulsar.client.message import Message
+from minipulsar.client.message_id import MessageId
 
 log = logging.getLogger(__name__)
 
 
 class Reader:
+    """A reader (pulsar.Reader with coroutines); made by Client.create_reader, not directly.
+
+    Arguments:
+        consumer (Consumer): the consumer of the reader's non-durable subscription.
+    """
+
     def __init__(self, consumer: Consumer):
         self._consumer = consumer
 
     def topic(self) -> str:
+        """The fully qualified topic name."""
         return self._consumer.topic()
 
     def is_connected(self) -> bool:
+        """True when open and connected (every partition)."""
         return self._consumer.is_connected()
 
     async def read_next(self, timeout_millis: int | None = None) -> Message:
-        """The next message; raises Timeout after timeout_millis."""
+        """The next message, waiting for one if none is queued.
+
+        Arguments:
+            timeout_millis (int | None): milliseconds to wait. Default: None (wait forever).
+
+        Raises:
+            AlreadyClosed: the reader is closed (also when it closes while waiting).
+            Timeout: no message within timeout_millis.
+        """
         return await self._consumer.receive(timeout_millis)
 
     def __aiter__(self) -> "Reader":
@@ -41,11 +57,25 @@ class Reader:
 
     async def get_last_message_id(self) -> MessageId:
         """The id of the topic's last message (entry id -1 when it never held one); an extension:
-        the official Reader has no such call. Raises OperationNotSupported on partitioned topics."""
+        the official Reader has no such call.
+
+        Raises:
+            AlreadyClosed: the reader is closed.
+            OperationNotSupported: the topic is partitioned.
+            Timeout: not connected, or no answer within operation_timeout_seconds.
+            ConnectError: the connection dropped before the answer.
+        """
         return await self._consumer.get_last_message_id()
 
     async def has_message_available(self) -> bool:
-        """True when read_next() would return a message without waiting for a new publish."""
+        """True when read_next() would return a message without waiting for a new publish
+        (asks GET_LAST_MESSAGE_ID of every partition unless a message is already queued).
+
+        Raises:
+            AlreadyClosed: the reader is closed.
+            Timeout: not connected, or no answer within operation_timeout_seconds.
+            ConnectError: the connection dropped before the answer.
+        """
         consumer = self._consumer
         consumer._check_open()
         if len(consumer._queue):
@@ -72,10 +102,23 @@ class Reader:
         return last._key() > start._key()
 
     async def seek(self, target: MessageId | int) -> None:
-        """Move to a message id (read next, inclusive) or a publish time in ms."""
+        """Move the reader; the next read_next() returns the sought message itself (by id), or
+        the first message published at or after the time.
+
+        Arguments:
+            target (MessageId | int): a message id (MessageId.earliest / .latest included), or a
+                publish time in milliseconds since the epoch. No default.
+
+        Raises:
+            AlreadyClosed: the reader is closed.
+            OperationNotSupported: a non-partitioned id on a partitioned topic.
+            Timeout: not connected, or no answer within operation_timeout_seconds.
+            ConnectError: the connection dropped before the answer.
+        """
         await self._consumer.seek(target)
 
     async def close(self) -> None:
+        """Close the reader (its subscription disappears with it). Idempotent; raises nothing."""
         await self._consumer.close()
 
     async def __aenter__(self) -> "Reader":

@@ -5,8 +5,8 @@ partitions are "<topic>-partition-<i>". Raises InvalidTopicName. Source: Pulsar 
 """
 from __future__ import annotations
 
-from client.exceptions import InvalidTopicName
-from proto.topic_name import PARTITION_SUFFIX, partition_index, partition_name, split_topic_name
+from minipulsar.client.exceptions import InvalidTopicName
+from minipulsar.proto.topic_name import PARTITION_SUFFIX, partition_index, partition_name, split_topic_name
 
 __all__ = ["PARTITION_SUFFIX", "normalize", "partition_index", "partition_name"]
 

@@ -1,17 +1,17 @@
 """The Spark data source and sink of minipulsar (format "pulsar"), over the bundled client.
 
-    from pipeline import register
+    from minipulsar.pipeline import register
     register(spark)                       # spark.dataSource.register(PulsarDataSource)
     spark.read.format("pulsar").option("service.url", url).option("topic", "t").load()
 
 Modules: source (the DataSource), options, offsets, schema, broker_queries, planning,
 range_reader, batch_reader, stream_reader, writer, errors, session (a local SparkSession for
-examples and tests), example (the streaming example: python -m pipeline.example). See docs/spark.md.
+examples and tests), example (the streaming example: python -m minipulsar.pipeline.example). See docs/spark.md.
 """
 from __future__ import annotations
 
-from pipeline.errors import DataLossError, PipelineError, PublishError, PulsarOptionError
-from pipeline.source import PulsarDataSource
+from minipulsar.pipeline.errors import DataLossError, PipelineError, PublishError, PulsarOptionError
+from minipulsar.pipeline.source import PulsarDataSource
 
 __all__ = ["PulsarDataSource", "register", "PipelineError", "PulsarOptionError", "DataLossError", "PublishError"]
 

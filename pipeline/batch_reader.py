@@ -14,10 +14,10 @@ from typing import Iterator, Sequence
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from pipeline import broker_queries as q
-from pipeline.options import SourceOptions
-from pipeline.planning import plan_ranges, resolve_positions
-from pipeline.range_reader import ReadSettings, TopicRange, read_range
+from minipulsar.pipeline import broker_queries as q
+from minipulsar.pipeline.options import SourceOptions
+from minipulsar.pipeline.planning import plan_ranges, resolve_positions
+from minipulsar.pipeline.range_reader import ReadSettings, TopicRange, read_range
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ import re
 import logging
 from typing import Awaitable, Callable, TypeVar
 
-from client import Client, MessageId, Timeout
-from client.topic_name import partition_index
+from minipulsar.client import Client, MessageId, Timeout
+from minipulsar.client.topic_name import partition_index
 
-from pipeline.offsets import EARLIEST, Position, exclusive_start_before
+from minipulsar.pipeline.offsets import EARLIEST, Position, exclusive_start_before
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -1,6 +1,6 @@
 """The example pipeline: per-key message counts in event-time windows, from one topic.
 
-    python -m pipeline.example --service-url pulsar://127.0.0.1:6650 --topic events
+    python -m minipulsar.pipeline.example --service-url pulsar://127.0.0.1:6650 --topic events
 
 Two Structured Streaming queries over the same source (each with its own checkpoint under
 ``--checkpoint-dir``):
@@ -77,7 +77,7 @@ def build_queries(spark, args):
 
 def _demo_producer(service_url: str, topic: str, rate: float, stop: threading.Event) -> None:
     """Publish `rate` messages a second (keys key-0..key-4, event time = now) until stop is set."""
-    from client import Client
+    from minipulsar.client import Client
 
     async def run():
         async with Client(service_url) as c:
@@ -93,7 +93,7 @@ def _demo_producer(service_url: str, topic: str, rate: float, stop: threading.Ev
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.example", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m minipulsar.pipeline.example", description=__doc__.split("\n\n")[0])
     parser.add_argument("--service-url", default="pulsar://127.0.0.1:6650")
     parser.add_argument("--topic", required=True, help="input topic")
     parser.add_argument("--output-topic", help="per-window totals go here (default <topic>-window-totals)")
@@ -115,7 +115,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from pipeline.session import local_session
+    from minipulsar.pipeline.session import local_session
 
     spark = local_session("minipulsar-example", args.master)
     spark.sparkContext.setLogLevel("WARN")

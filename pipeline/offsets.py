@@ -27,9 +27,9 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
-from client import MessageId
+from minipulsar.client import MessageId
 
-from pipeline.errors import PulsarOptionError
+from minipulsar.pipeline.errors import PulsarOptionError
 
 
 class Position(NamedTuple):
@@ -131,7 +131,7 @@ def parse_offsets_option(name: str, value: str) -> str | dict[str, Position | st
         raise PulsarOptionError(f"{name}: expected 'earliest', 'latest' or a JSON object, got {value!r}") from exc
     if not isinstance(decoded, dict) or not decoded:
         raise PulsarOptionError(f"{name}: expected a non-empty JSON object of topic -> message id, got {value!r}")
-    from client.topic_name import normalize  # topic names as the client qualifies them
+    from minipulsar.client.topic_name import normalize  # topic names as the client qualifies them
 
     return {normalize(topic): _parse_one(name, topic, item) for topic, item in decoded.items()}
 

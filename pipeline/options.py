@@ -29,10 +29,10 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
-from client.topic_name import normalize
+from minipulsar.client.topic_name import normalize
 
-from pipeline.errors import PulsarOptionError
-from pipeline.offsets import Position, parse_offsets_option
+from minipulsar.pipeline.errors import PulsarOptionError
+from minipulsar.pipeline.offsets import Position, parse_offsets_option
 
 
 def _get(options: Mapping[str, str], name: str) -> str | None:

@@ -20,11 +20,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from client import Client
+from minipulsar.client import Client
 
-from pipeline import broker_queries as q
-from pipeline.offsets import EARLIEST, Position, exclusive_start_before, may_hold_messages
-from pipeline.range_reader import TopicRange
+from minipulsar.pipeline import broker_queries as q
+from minipulsar.pipeline.offsets import EARLIEST, Position, exclusive_start_before, may_hold_messages
+from minipulsar.pipeline.range_reader import TopicRange
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ MAX_LEDGER_SEGMENTS = 64  # per topic partition; more ledgers are grouped into t
 
 
 def _topic_of(partition: str) -> str:
-    from client.topic_name import PARTITION_SUFFIX
+    from minipulsar.client.topic_name import PARTITION_SUFFIX
 
     base, sep, index = partition.rpartition(PARTITION_SUFFIX)
     return base if sep and index.isdigit() else partition

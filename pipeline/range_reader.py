@@ -21,12 +21,12 @@ from typing import Iterator
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
-from client import Client, MessageId, Timeout, TopicNotFound
-from client.topic_name import partition_index
+from minipulsar.client import Client, MessageId, Timeout, TopicNotFound
+from minipulsar.client.topic_name import partition_index
 
-from pipeline.errors import DataLossError
-from pipeline.offsets import Position, completes, is_after, is_within
-from pipeline.schema import RowBuffer
+from minipulsar.pipeline.errors import DataLossError
+from minipulsar.pipeline.offsets import Position, completes, is_after, is_within
+from minipulsar.pipeline.schema import RowBuffer
 
 log = logging.getLogger(__name__)
 

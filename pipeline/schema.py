@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from client import Message
+from minipulsar.client import Message
 
 SCHEMA_DDL = ("key STRING, value BINARY, topic STRING, messageId BINARY, publishTime TIMESTAMP, "
               "eventTime TIMESTAMP, properties MAP<STRING, STRING>")

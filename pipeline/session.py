@@ -21,7 +21,7 @@ def local_session(app_name: str = "minipulsar", master: str = "local[2]", **conf
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from pipeline import register
+    from minipulsar.pipeline import register
 
     builder = SparkSession.builder.master(master).appName(app_name)
     settings = {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",

@@ -1,6 +1,6 @@
 """``PulsarDataSource``: the ``"pulsar"`` format of Spark's Python Data Source API.
 
-    from pipeline import PulsarDataSource
+    from minipulsar.pipeline import PulsarDataSource
     spark.dataSource.register(PulsarDataSource)
     df = spark.read.format("pulsar").option("service.url", "pulsar://127.0.0.1:6650") \\
         .option("topic", "my-topic").load()
@@ -17,9 +17,9 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStre
                                     DataSourceWriter)
 from pyspark.sql.types import StructType
 
-from pipeline.errors import PulsarOptionError
-from pipeline.options import SinkOptions, SourceOptions
-from pipeline.schema import SCHEMA_DDL
+from minipulsar.pipeline.errors import PulsarOptionError
+from minipulsar.pipeline.options import SinkOptions, SourceOptions
+from minipulsar.pipeline.schema import SCHEMA_DDL
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +35,12 @@ class PulsarDataSource(DataSource):
         return SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        from pipeline.batch_reader import PulsarBatchReader
+        from minipulsar.pipeline.batch_reader import PulsarBatchReader
 
         return PulsarBatchReader(SourceOptions.parse(self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from pipeline.stream_reader import PulsarStreamReader
+        from minipulsar.pipeline.stream_reader import PulsarStreamReader
 
         opts = SourceOptions.parse(self.options)
         if opts.ending_offsets != "latest":
@@ -48,7 +48,7 @@ class PulsarDataSource(DataSource):
         return PulsarStreamReader(opts)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from pipeline.writer import PulsarBatchWriter, check_schema
+        from minipulsar.pipeline.writer import PulsarBatchWriter, check_schema
 
         if overwrite:
             raise PulsarOptionError("mode('overwrite') is not supported: messages cannot be replaced; use append")
@@ -57,7 +57,7 @@ class PulsarDataSource(DataSource):
         return PulsarBatchWriter(opts, schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from pipeline.writer import PulsarStreamWriter, check_schema
+        from minipulsar.pipeline.writer import PulsarStreamWriter, check_schema
 
         opts = SinkOptions.parse(self.options)
         check_schema(schema, opts)

@@ -33,12 +33,12 @@ except ImportError:  # pragma: no cover - Spark 4.0 / 4.1
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
         pass
 
-from pipeline import broker_queries as q
-from pipeline.batch_reader import read_settings
-from pipeline.offsets import EARLIEST, Position, may_hold_messages, offsets_from_json, offsets_to_json
-from pipeline.options import SourceOptions
-from pipeline.planning import advance, plan_ranges, resolve_positions
-from pipeline.range_reader import read_range
+from minipulsar.pipeline import broker_queries as q
+from minipulsar.pipeline.batch_reader import read_settings
+from minipulsar.pipeline.offsets import EARLIEST, Position, may_hold_messages, offsets_from_json, offsets_to_json
+from minipulsar.pipeline.options import SourceOptions
+from minipulsar.pipeline.planning import advance, plan_ranges, resolve_positions
+from minipulsar.pipeline.range_reader import read_range
 
 log = logging.getLogger(__name__)
 

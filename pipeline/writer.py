@@ -25,10 +25,10 @@ from pyspark.sql import Row
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from client import Client
+from minipulsar.client import Client
 
-from pipeline.errors import PublishError, PulsarOptionError
-from pipeline.options import SinkOptions
+from minipulsar.pipeline.errors import PublishError, PulsarOptionError
+from minipulsar.pipeline.options import SinkOptions
 
 log = logging.getLogger(__name__)
 

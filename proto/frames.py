@@ -5,7 +5,7 @@ Payload frame: [totalSize u32][commandSize u32][BaseCommand][headers and payload
 where headers and payload = [magic 0x0e01 u16][crc32c u32][metadataSize u32][MessageMetadata][payload]
 (the magic/crc pair is optional). All integers are big-endian. The CRC32C covers everything from
 metadataSize to the end of the payload. Source: PulsarApi / Commands.java serializeWithSize,
-cpp lib/Commands.cc; facts file section 1.
+the C++ client's Commands.cc.
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import crc32c as _crc32c
 from google.protobuf.message import DecodeError
 
-from proto import PulsarApi_pb2 as api
-from proto.errors import FrameError, FrameTooLargeError
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.errors import FrameError, FrameTooLargeError
 
 MAGIC_CRC32C = 0x0E01
 MAGIC_BROKER_ENTRY_METADATA = 0x0E02

@@ -109,6 +109,34 @@ class ManagedCursor:
                 break
         return out
 
+    async def replay_entries(self, positions: Iterable[Position]) -> tuple[list["Entry"], list[Position]]:
+        """Read the entries at ``positions`` again (redelivery), ascending, without moving the read
+        position: returns (entries, skipped), where skipped lists the positions already
+        acknowledged or trimmed from the ledger (Pulsar ``ManagedCursor.asyncReplayEntries``)."""
+        entries: list["Entry"] = []
+        skipped: list[Position] = []
+        for position in sorted(positions):
+            entry = None if self.is_deleted(position) else await self._ledger.read_entry(position)
+            if entry is None:
+                skipped.append(position)
+            else:
+                entries.append(entry)
+        return entries, skipped
+
+    async def find_newest_matching(self, predicate: Callable[[bytes], bool]) -> Position | None:
+        """The last retained position whose entry data satisfies the monotone ``predicate``
+        (binary search over the ledger; Pulsar ``ManagedCursor.asyncFindNewestMatching``)."""
+        return await self._ledger.find_newest_matching(predicate)
+
+    # -- position arithmetic, as the ledger counts entries -------------------
+    def next_valid_position(self, position: Position) -> Position:
+        """The position right after ``position`` an entry has (or would get), crossing ledgers."""
+        return self._ledger.next_valid_position(position)
+
+    def previous_position(self, position: Position) -> Position:
+        """The entry before ``position``, crossing back into earlier ledgers, or ``(L, -1)``."""
+        return self._ledger.previous_position(position)
+
     # -- acknowledgements ----------------------------------------------------
     def is_deleted(self, pos: Position) -> bool:
         """True when ``pos`` is at/below the mark-delete position or individually deleted."""
@@ -181,12 +209,18 @@ class ManagedCursor:
         return max(0, self._ledger.count_entries_between(self._md, lac) - self._ranges.entry_count)
 
     def reset_cursor(self, position: Position) -> None:
-        """Mark-delete = the entry before ``position``; ranges cleared; read position = ``position``."""
+        """Mark-delete = the entry before ``position``; ranges cleared; read position = ``position``.
+
+        A position before the first retained entry (``EARLIEST``, any negative ledger id) means the
+        first entry; one past the end means the next entry to be written."""
         self._check_open()
         ledger = self._ledger
-        if position == EARLIEST or (ledger.first_position and position < ledger.first_position):
-            first = ledger.first_position or ledger.next_valid_position(ledger.last_confirmed_position)
+        end = ledger.next_valid_position(ledger.last_confirmed_position)
+        first = ledger.first_position or end
+        if position == EARLIEST or position.ledger_id < 0 or position < first:
             position = first
+        elif position > end:
+            position = end
         self._ranges.clear()
         self._md = ledger.previous_position(position)
         self._read = ledger.next_valid_position(self._md)
@@ -311,7 +345,6 @@ class ManagedCursor:
                 cb()
             except Exception:  # a listener must not break persistence
                 log.exception("cursor %s: persist listener failed", self.name)
-        self._ledger._on_cursor_persisted(self)
 
     async def flush(self) -> None:
         """Persist now if durable and dirty (waits for a persist already running)."""
@@ -324,6 +357,25 @@ class ManagedCursor:
             await asyncio.shield(self._persist_task)
         if self._dirty:
             await self._write_state()
+
+    async def initialize(self) -> None:
+        """Write a new durable cursor's state at once (it must survive a crash right after
+        creation); raises PersistenceError. Called by ``ManagedLedger.open_cursor``."""
+        self._dirty = True
+        await self._write_state()
+
+    async def remove_state(self) -> None:
+        """Stop persisting, wait for a persist already running, and remove the state files.
+        Called by ``ManagedLedger.delete_cursor``; later ack calls raise CursorError."""
+        self.durable = False  # no persist is scheduled from here on
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._persist_task is not None and not self._persist_task.done():
+            await asyncio.shield(self._persist_task)
+        self._closed = True
+        if self._base is not None:
+            await asyncio.get_running_loop().run_in_executor(self._ledger.executor, cursor_store.remove, self._base)
 
     async def close(self) -> None:
         """Persist pending state (durable) and stop; later ack calls raise CursorError."""

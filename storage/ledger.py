@@ -11,6 +11,7 @@ their offset index. Roll-over, trimming of consumed ledgers and retention follow
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import shutil
@@ -105,8 +106,7 @@ class ManagedLedger:
             if state is None:
                 log.error("ledger %s: cursor file %s has no readable state; cursor dropped", self.name, base)
                 continue
-            cur = ManagedCursor(self, state.name, True, state.mark_delete, state, base, slot)
-            self._cursors[state.name] = cur
+            self._add_durable_cursor(ManagedCursor(self, state.name, True, state.mark_delete, state, base, slot))
 
     # -- append ----------------------------------------------------------------
     async def add_entry(self, data: bytes) -> Position:
@@ -402,11 +402,15 @@ class ManagedLedger:
             raise CursorError(f"initial_position must be 'latest' or 'earliest', not {initial_position!r}")
         md = self._lac if initial_position == "latest" else self._earliest_mark_delete()
         base = cursor_store.cursor_file_base(self.cursor_folder, name)
-        cur = ManagedCursor(self, name, True, md, store_base=base)
-        self._cursors[name] = cur
-        cur._dirty = True
-        await cur._write_state()  # a subscription must survive a crash right after creation
+        cur = self._add_durable_cursor(ManagedCursor(self, name, True, md, store_base=base))
+        await cur.initialize()
         return cur
+
+    def _add_durable_cursor(self, cursor: ManagedCursor) -> ManagedCursor:
+        """Track a durable cursor; each of its persists may free consumed ledgers (trimming)."""
+        self._cursors[cursor.name] = cursor
+        cursor.add_persist_listener(functools.partial(self._on_cursor_persisted, cursor))
+        return cursor
 
     def _earliest_mark_delete(self) -> Position:
         return Position(self._ledgers.keys()[0], -1)
@@ -431,14 +435,7 @@ class ManagedLedger:
         cur = self._cursors.pop(name, None)
         if cur is None:
             return
-        cur.durable = False  # stop persists
-        if cur._timer is not None:
-            cur._timer.cancel()
-            cur._timer = None
-        if cur._persist_task is not None and not cur._persist_task.done():
-            await asyncio.shield(cur._persist_task)
-        cur._closed = True
-        await self._loop.run_in_executor(self.executor, cursor_store.remove, cur._base)
+        await cur.remove_state()
         self._trim()
 
     def _on_cursor_persisted(self, cursor: ManagedCursor) -> None:

@@ -15,8 +15,8 @@ import logging
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from broker.config import BrokerConfig
-    from storage import ManagedCursor
+    from minipulsar.broker.config import BrokerConfig
+    from minipulsar.storage import ManagedCursor
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,10 @@
 """The read loop every dispatcher shares.
 
-A dispatcher reads entries for its subscription and hands them to consumers. Entries waiting for
-redelivery (negative acks, redelivery requests, the pending acks of closed consumers, entries that
-found no consumer with permits) sit in the redelivery set, ordered by position, and are read before
-new entries from the cursor. Server-only markers are acknowledged and never sent.
+A dispatcher reads entries for its subscription, only ever through the subscription's cursor, and
+hands them to consumers. Entries waiting for redelivery (negative acks, redelivery requests, the
+pending acks of closed consumers, entries that found no consumer with permits) sit in the
+redelivery set, ordered by position, and are replayed before new entries are read; how often each
+was redelivered is kept in the redelivery tracker. Server-only markers are acknowledged and never sent.
 Subclasses decide who gets what (`_dispatch`) and how many entries to read (`_read_limit`).
 Source: Pulsar PersistentDispatcherMultipleConsumers / AbstractBaseDispatcher.
 """
@@ -13,20 +14,22 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Iterable
 
-from broker.delayed_delivery import DelayedDeliveryTracker
-from broker.dispatchers.redelivery import RedeliverySet
-from broker.entry_info import EntryInfo, entry_info
-from storage import Entry, Position, StorageError
+from minipulsar.broker.delayed_delivery import DelayedDeliveryTracker
+from minipulsar.broker.dispatchers.redelivery import RedeliverySet
+from minipulsar.broker.dispatchers.redelivery_tracker import RedeliveryTracker
+from minipulsar.broker.entry_info import EntryInfo, entry_info
+from minipulsar.storage import Entry, Position, StorageError
 
 if TYPE_CHECKING:
-    from broker.consumer import Consumer
-    from broker.subscription import Subscription
+    from minipulsar.broker.consumer import Consumer
+    from minipulsar.broker.subscription import Subscription
 
 log = logging.getLogger(__name__)
 
 
 class Dispatcher:
-    """Base dispatcher. consumers: in arrival order. redelivery: RedeliverySet of positions."""
+    """Base dispatcher. consumers: in arrival order; redelivery: the RedeliverySet of positions
+    waiting to be sent again; redelivery_tracker: how often each position was redelivered."""
 
     pauses_on_ack_state = False  # PIP-299 applies to multi-consumer dispatchers only
 
@@ -35,6 +38,7 @@ class Dispatcher:
         self.cursor = subscription.cursor
         self.consumers: list[Consumer] = []
         self.redelivery = RedeliverySet()
+        self.redelivery_tracker = RedeliveryTracker()
         self.max_read_entries = max_read_entries
         self.max_read_bytes = max_read_bytes
         self._read_task: asyncio.Task | None = None
@@ -72,14 +76,31 @@ class Dispatcher:
         """REDELIVER_UNACKNOWLEDGED_MESSAGES: the listed (or all) pending entries of consumer go back."""
         taken = consumer.take_pending(positions)
         for position, _ in taken:
-            self.subscription.increment_redelivery_count(position)
+            self.redelivery_tracker.increment(position)
         self.redelivery.update(taken)
         self.wake()
+
+    def acknowledged(self, positions: list[Position]) -> None:
+        """Individual acks: those positions need no redelivery any more."""
+        self._forget(positions)
+        self.on_acknowledged()
+
+    def acknowledged_up_to(self, position: Position) -> None:
+        """A cumulative ack: everything at or below position is acknowledged."""
+        if self.redelivery_tracker:
+            self._forget(self.redelivery_tracker.at_most(position))
+        self.on_acknowledged()
+
+    def _forget(self, positions: Iterable[Position]) -> None:
+        for position in positions:
+            self.redelivery.discard(position)
+        self.redelivery_tracker.remove(positions)
 
     def reset(self) -> None:
         """Forget everything in flight (after a seek or cursor reset); reads started before are dropped."""
         self._generation += 1
         self.redelivery.clear()
+        self.redelivery_tracker.clear()
         if self.delayed is not None:
             self.delayed.clear()
         for consumer in self.consumers:
@@ -151,18 +172,13 @@ class Dispatcher:
         return await self.cursor.read_entries(limit, self.max_read_bytes)
 
     async def _read_replay(self, limit: int) -> list[Entry]:
-        return await self._read_positions(self.redelivery.pop_first(limit))
+        return await self._replay(self.redelivery.pop_first(limit))
 
-    async def _read_positions(self, positions: list[Position]) -> list[Entry]:
-        """The entries at positions that are still unacknowledged, in order."""
-        ledger = self.subscription.topic.ledger
-        entries = []
-        for position in positions:
-            if self.cursor.is_deleted(position):
-                continue
-            entry = await ledger.read_entry(position)
-            if entry is not None:
-                entries.append(entry)
+    async def _replay(self, positions: list[Position]) -> list[Entry]:
+        """The entries at positions that are still unacknowledged, in order; the counts of those
+        already acknowledged or trimmed are dropped."""
+        entries, skipped = await self.cursor.replay_entries(positions)
+        self.redelivery_tracker.remove(skipped)
         return entries
 
     def _dispatch_entries(self, entries: list[Entry]) -> None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from storage import Position
-from storage.range_set import PositionRangeSet
+from minipulsar.storage import Position
+from minipulsar.storage.range_set import PositionRangeSet
 
 # Stepping over acknowledged positions one at a time is bounded per call: stopping early only
 # keeps the last sent position lower, which is the safe side (recently joined consumers wait longer).

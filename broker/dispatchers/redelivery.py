@@ -9,7 +9,7 @@ from typing import Iterable, Iterator
 
 from sortedcontainers import SortedDict, SortedList
 
-from storage import Position
+from minipulsar.storage import Position
 
 
 class RedeliverySet:
@@ -61,9 +61,6 @@ class RedeliverySet:
         """(hash, its waiting positions ascending) for every hash, in the order hashes started
         waiting (a hash that empties and comes back goes to the end)."""
         return list(self._by_hash.items())
-
-    def contains_hash(self, key_hash: int) -> bool:
-        return key_hash in self._by_hash
 
     def has_hash_below(self, key_hash: int, position: Position) -> bool:
         """True when an entry of key_hash at a position lower than `position` waits here."""

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.dispatchers.base import Dispatcher
-from broker.entry_info import EntryInfo
-from storage import Entry
+from minipulsar.broker.dispatchers.base import Dispatcher
+from minipulsar.broker.entry_info import EntryInfo
+from minipulsar.storage import Entry
 
 if TYPE_CHECKING:
-    from broker.consumer import Consumer
+    from minipulsar.broker.consumer import Consumer
 
 
 class SharedDispatcher(Dispatcher):
@@ -37,10 +37,9 @@ class SharedDispatcher(Dispatcher):
         return level[self._turn]
 
     def _dispatch(self, entries: list[tuple[Entry, EntryInfo]]) -> None:
-        counts = self.subscription.redelivery_counts
         for index, (entry, info) in enumerate(entries):
             consumer = self._next_consumer()
             if consumer is None:
                 self.put_back(entries[index:])
                 return
-            consumer.send_entries(((entry, info.num_messages, 0),), counts)
+            consumer.send_messages(((entry, info.num_messages, 0),), self.redelivery_tracker)

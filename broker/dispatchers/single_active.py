@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from broker.dispatchers.base import Dispatcher
-from broker.entry_info import EntryInfo
-from storage import Entry
+from minipulsar.broker.dispatchers.base import Dispatcher
+from minipulsar.broker.entry_info import EntryInfo
+from minipulsar.storage import Entry
 
 if TYPE_CHECKING:
-    from broker.consumer import Consumer
+    from minipulsar.broker.consumer import Consumer
 
 
 class SingleActiveConsumerDispatcher(Dispatcher):
@@ -39,6 +39,11 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         self._elect()
         self.wake()
 
+    def redeliver(self, consumer: "Consumer", positions) -> None:
+        """Exclusive and Failover redeliver everything unacknowledged, in order, whatever ids the
+        client lists (Pulsar rewinds the cursor)."""
+        super().redeliver(consumer, None)
+
     def _elect(self) -> bool:
         """Pick the active consumer; on a change (returns True), move the old one's pending entries
         to redelivery and tell every consumer."""
@@ -59,8 +64,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
 
     def _notify_active(self, consumers: list["Consumer"] | None) -> None:
         for consumer in self.consumers if consumers is None else consumers:
-            if not consumer.closed:
-                consumer.connection.send_active_consumer_change(consumer, consumer is self.active)
+            consumer.notify_active_consumer_change(consumer is self.active)
 
     def _read_limit(self) -> int:
         active = self.active
@@ -73,9 +77,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         if active is None or active.closed:
             self.put_back(entries)
             return
-        active.send_entries(
-            ((entry, info.num_messages, 0) for entry, info in entries), self.subscription.redelivery_counts
-        )
+        active.send_messages(((entry, info.num_messages, 0) for entry, info in entries), self.redelivery_tracker)
 
     def stats(self) -> dict:
         stats = super().stats()

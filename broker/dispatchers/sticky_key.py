@@ -10,24 +10,25 @@ An entry of hash h goes to the consumer the selector picks for h, only when
      consumers once the mark-delete position reaches that position.
 Anything else waits in the redelivery set, ordered by position, and is retried first. With
 allowOutOfOrderDelivery only rule 1 applies. Entries never go to a consumer outside their hash's
-owner. Source: PIP-282 / Pulsar PersistentStickyKeyDispatcherMultipleConsumers; seed 003 for
-Key_Failover.
+owner. Source: PIP-282 / Pulsar PersistentStickyKeyDispatcherMultipleConsumers; Key_Failover
+follows the 2019 Key_Failover subscription proposal for Pulsar (ranges split from the busiest
+consumer, merged into the least busy neighbour).
 """
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
 
-from broker.dispatchers.base import Dispatcher
-from broker.dispatchers.last_sent import LastSentTracker
-from broker.entry_info import EntryInfo
-from broker.selectors.base import StickyKeyConsumerSelector
-from broker.sticky_key import murmur3_31, sticky_key
-from proto import PulsarApi_pb2 as api
-from storage import Entry, Position
+from minipulsar.broker.dispatchers.base import Dispatcher
+from minipulsar.broker.dispatchers.last_sent import LastSentTracker
+from minipulsar.broker.entry_info import EntryInfo
+from minipulsar.broker.selectors.base import StickyKeyConsumerSelector
+from minipulsar.broker.sticky_key import murmur3_31, sticky_key
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.storage import Entry, Position
 
 if TYPE_CHECKING:
-    from broker.consumer import Consumer
+    from minipulsar.broker.consumer import Consumer
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +53,8 @@ class StickyKeyDispatcher(Dispatcher):
         self.look_ahead = look_ahead
         self.recently_joined: dict[Consumer, Position] = {}
         self._owners: dict[int, Consumer | None] = {}
-        ledger = subscription.topic.ledger
-        self.sent = LastSentTracker(self.cursor.mark_delete_position, ledger.next_valid_position, self.cursor.is_deleted)
+        self.sent = LastSentTracker(self.cursor.mark_delete_position, self.cursor.next_valid_position,
+                                    self.cursor.is_deleted)
 
     # ---- membership ------------------------------------------------------------------------
     def matches(self, consumer: "Consumer") -> bool:
@@ -126,9 +127,6 @@ class StickyKeyDispatcher(Dispatcher):
         permits = sum(c.permits for c in self.consumers if c.can_receive())
         return self._max_entries_for(permits) if permits > 0 else 0
 
-    def _has_work(self) -> bool:
-        return bool(self.redelivery) or (self._may_read_new() and self.cursor.has_more_entries())
-
     def _may_read_new(self) -> bool:
         return len(self.redelivery) < self.look_ahead and super()._may_read_new()
 
@@ -137,7 +135,7 @@ class StickyKeyDispatcher(Dispatcher):
         if replay:
             for position in replay:
                 self.redelivery.discard(position)
-            return await self._read_positions(replay)
+            return await self._replay(replay)
         if not self._may_read_new():
             return []
         return await self.cursor.read_entries(limit, self.max_read_bytes)
@@ -179,7 +177,6 @@ class StickyKeyDispatcher(Dispatcher):
 
     def _dispatch(self, entries: list[tuple[Entry, EntryInfo]]) -> None:
         self.sent.catch_up(self.cursor.mark_delete_position)
-        counts = self.subscription.redelivery_counts
         held_back: set[int] = set()
         for entry, info in entries:
             key_hash = self.selector.slot(murmur3_31(sticky_key(info.metadata)))
@@ -194,7 +191,7 @@ class StickyKeyDispatcher(Dispatcher):
                 held_back.add(key_hash)
                 self.redelivery.add(entry.position, key_hash)
                 continue
-            consumer.send_entries(((entry, info.num_messages, key_hash),), counts)
+            consumer.send_messages(((entry, info.num_messages, key_hash),), self.redelivery_tracker)
             self.sent.mark_sent(entry.position)
 
     # ---- stats -----------------------------------------------------------------------------

@@ -5,25 +5,24 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from broker.consumer import Consumer
-from broker.deduplication import CURSOR_NAME as DEDUP_CURSOR_NAME
-from broker.entry_info import entry_info, publish_time_of
-from broker.errors import ConsumerBusyError, NotAllowedError
-from broker.message_id import INT64_MAX, position_of, set_message_id
-from broker.replication import last_data_position
-from broker.topic import EARLIEST
-from broker.topic_name import TopicName
-from proto import PulsarApi_pb2 as api
-from proto.frames import Frame
-from storage import Position
+from minipulsar.broker.consumer import Consumer
+from minipulsar.broker.deduplication import CURSOR_NAME as DEDUP_CURSOR_NAME
+from minipulsar.broker.errors import NotAllowedError
+from minipulsar.broker.message_id import INT64_MAX, position_of, set_message_id
+from minipulsar.broker.topic import EARLIEST
+from minipulsar.broker.topic_name import TopicName
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.frames import Frame
+from minipulsar.storage import Position
 
 if TYPE_CHECKING:
-    from broker.connection import ServerConnection
+    from minipulsar.broker.connection import ServerConnection
 
 log = logging.getLogger(__name__)
 
 Type = api.BaseCommand.Type
-SubType = api.CommandSubscribe.SubType
+
+
 def _reader_start(request: api.CommandSubscribe) -> Position | None:
     """A reader's start: EARLIEST, None for latest, else the first position to read."""
     if not request.HasField("start_message_id"):
@@ -48,9 +47,7 @@ async def handle_subscribe(conn: "ServerConnection", frame: Frame) -> None:
         raise NotAllowedError(f"Subscription with reserved subscription name attempted: {request.subscription}")
     topic = await broker.get_topic(TopicName.parse(request.topic), create=request.force_topic_creation)
     if request.HasField("schema") and request.schema.type != api.Schema.Type.Value("None"):
-        idle = not topic.producers and not any(s.consumers for s in topic.subscriptions.values()) \
-            and topic.ledger.number_of_entries == 0
-        await broker.schemas.check_for_consumer(topic.name, request.schema, idle)  # IncompatibleSchema
+        await broker.schemas.check_for_consumer(topic.name, request.schema, topic.is_idle())  # IncompatibleSchema
     initial = "earliest" if request.initialPosition == api.CommandSubscribe.Earliest else "latest"
     subscription = await topic.subscribe(request.subscription, request.durable, initial, _reader_start(request))
     state = request.replicate_subscription_state if request.HasField("replicate_subscription_state") else None
@@ -90,14 +87,7 @@ def handle_flow(conn: "ServerConnection", frame: Frame) -> None:
     flow = frame.command.flow
     consumer = _consumer(conn, flow.consumer_id)
     if consumer is not None:
-        consumer.add_permits(flow.messagePermits)
-        consumer.subscription.dispatcher.wake()
-
-
-def _fully_acked(message_id: api.MessageIdData) -> bool:
-    """An ack_set with a bit still set leaves batch indexes unacknowledged (set bit = not acked);
-    batch-index acknowledgement is not kept, so such a partial ack leaves the entry pending."""
-    return not any(message_id.ack_set)
+        consumer.flow(flow.messagePermits)
 
 
 def handle_ack(conn: "ServerConnection", frame: Frame) -> None:
@@ -107,38 +97,11 @@ def handle_ack(conn: "ServerConnection", frame: Frame) -> None:
         if ack.HasField("validation_error"):
             log.warning("%s: %s discarded a message: %s", conn.peer_address, consumer,
                         api.CommandAck.ValidationError.Name(ack.validation_error))
-        subscription = consumer.subscription
-        if conn.broker.config.acknowledgment_at_batch_index_level_enabled:
-            positions = _batch_index_acks(subscription, ack)
-        else:
-            positions = [position_of(m) for m in ack.message_id if _fully_acked(m)]
-        if ack.ack_type == api.CommandAck.Cumulative:
-            if positions:
-                subscription.acknowledge_cumulative(consumer, positions[-1])
-        elif positions:
-            subscription.acknowledge(consumer, positions)
+        acks = [(position_of(m), list(m.ack_set)) for m in ack.message_id]
+        consumer.subscription.acknowledge_message_ids(consumer, acks, ack.ack_type == api.CommandAck.Cumulative)
     if ack.HasField("request_id"):
         conn.send(api.BaseCommand(type=Type.ACK_RESPONSE, ackResponse=api.CommandAckResponse(
             consumer_id=ack.consumer_id, request_id=ack.request_id)))
-
-
-def _batch_index_acks(subscription, ack: api.CommandAck) -> list:
-    """acknowledgmentAtBatchIndexLevelEnabled: keep partial ack_sets per entry (broker/batch_acks.py);
-    returns the positions now fully acknowledged. A cumulative ack inside a batch acknowledges the
-    entries before it and keeps the batch's partial set, as Pulsar does."""
-    positions = []
-    for message_id in ack.message_id:
-        position = position_of(message_id)
-        if _fully_acked(message_id):
-            positions.append(position)
-            continue
-        if subscription.batch_acks.record(position, message_id.ack_set):
-            positions.append(position)
-        elif ack.ack_type == api.CommandAck.Cumulative:
-            previous = subscription.topic.ledger.previous_position(position)
-            if previous > subscription.cursor.mark_delete_position:
-                positions.append(previous)
-    return positions
 
 
 def handle_redeliver(conn: "ServerConnection", frame: Frame) -> None:
@@ -148,35 +111,21 @@ def handle_redeliver(conn: "ServerConnection", frame: Frame) -> None:
         return
     if request.HasField("consumer_epoch"):
         consumer.epoch = request.consumer_epoch
-    single_active = consumer.sub_type in (SubType.Exclusive, SubType.Failover)
-    # Exclusive/Failover always redeliver everything unacknowledged, in order (Pulsar rewinds).
-    positions = None if single_active or not request.message_ids else [position_of(m) for m in request.message_ids]
-    consumer.subscription.dispatcher.redeliver(consumer, positions)
+    consumer.redeliver([position_of(m) for m in request.message_ids] or None)
 
 
 async def handle_unsubscribe(conn: "ServerConnection", frame: Frame) -> None:
     request = frame.command.unsubscribe
     consumer = _consumer(conn, request.consumer_id)
-    if consumer is None:
-        conn.send_success(request.request_id)
-        return
-    subscription = consumer.subscription
-    others = [c for c in subscription.consumers if c is not consumer]
-    if others and not request.force:
-        raise ConsumerBusyError(f"Subscription {subscription.name} has other connected consumers")
-    for other in others:
-        other.connection.close_consumer_by_broker(other)
-    conn.consumers.pop(consumer.consumer_id, None)
-    subscription.remove_consumer(consumer)
-    await subscription.topic.remove_subscription(subscription.name)
+    if consumer is not None:
+        await consumer.subscription.unsubscribe(consumer, request.force)  # ConsumerBusyError
+        conn.consumers.pop(request.consumer_id, None)
     conn.send_success(request.request_id)
 
 
 def handle_close_consumer(conn: "ServerConnection", frame: Frame) -> None:
     request = frame.command.close_consumer
-    consumer = conn.consumers.get(request.consumer_id)
-    if consumer is not None:
-        conn.remove_consumer(consumer)
+    conn.remove_consumer(request.consumer_id)
     conn.send_success(request.request_id)
 
 
@@ -188,22 +137,13 @@ async def handle_seek(conn: "ServerConnection", frame: Frame) -> None:
     if consumer is None:
         raise NotAllowedError(f"consumer {request.consumer_id} not found for seek")
     subscription = consumer.subscription
-    ledger = subscription.topic.ledger
-    end = ledger.next_valid_position(ledger.last_confirmed_position)
     if request.HasField("message_publish_time"):
-        timestamp = request.message_publish_time
-        found = await ledger.find_newest_matching(lambda data: publish_time_of(data) <= timestamp)
-        target = ledger.next_valid_position(found) if found is not None else (ledger.first_position or end)
+        await subscription.reset_cursor_by_timestamp(request.message_publish_time)
     elif request.HasField("message_id"):
-        target = position_of(request.message_id)
-        if target.ledger_id < 0:
-            target = ledger.first_position or end
-        elif target.ledger_id == INT64_MAX or target > end:
-            target = end
+        subscription.reset_cursor(position_of(request.message_id))
     else:
         raise NotAllowedError("SEEK needs a message id or a publish time")
-    subscription.reset_cursor(target)
-    log.info("%s: %s reset to %s", conn.peer_address, subscription, target)
+    log.info("%s: %s reset to %s", conn.peer_address, subscription, subscription.cursor.read_position)
     conn.send_success(request.request_id)
 
 
@@ -213,16 +153,12 @@ async def handle_get_last_message_id(conn: "ServerConnection", frame: Frame) -> 
     consumer = _consumer(conn, request.consumer_id)
     if consumer is None:
         raise NotAllowedError(f"consumer {request.consumer_id} not found")
-    topic = consumer.subscription.topic
-    last = await last_data_position(topic.ledger)  # never a marker (PIP-33)
+    last = await consumer.subscription.get_last_message_id()
     reply = api.CommandGetLastMessageIdResponse(request_id=request.request_id)
-    set_message_id(reply.last_message_id, last, topic.partition_index)
-    if last.entry_id >= 0:
-        entry = await topic.ledger.read_entry(last)
-        info = entry_info(entry.data) if entry is not None else None
-        if info is not None and info.metadata is not None and info.metadata.HasField("num_messages_in_batch"):
-            reply.last_message_id.batch_index = info.num_messages - 1
-    set_message_id(reply.consumer_mark_delete_position, consumer.subscription.cursor.mark_delete_position)
+    set_message_id(reply.last_message_id, last.position, consumer.subscription.topic.partition_index)
+    if last.batch_index is not None:
+        reply.last_message_id.batch_index = last.batch_index
+    set_message_id(reply.consumer_mark_delete_position, last.mark_delete_position)
     conn.send(api.BaseCommand(type=Type.GET_LAST_MESSAGE_ID_RESPONSE, getLastMessageIdResponse=reply))
 
 
@@ -238,7 +174,7 @@ def handle_consumer_stats(conn: "ServerConnection", frame: Frame) -> None:
         reply.availablePermits = max(consumer.permits, 0)
         reply.unackedMessages = consumer.unacked_messages
         reply.address = consumer.address
-        reply.type = subscription.stats()["type"]
+        reply.type = subscription.type_name
         reply.msgBacklog = subscription.backlog
         reply.connectedSince = consumer.stats()["connectedSince"]
     conn.send(api.BaseCommand(type=Type.CONSUMER_STATS_RESPONSE, consumerStatsResponse=reply))

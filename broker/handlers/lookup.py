@@ -10,14 +10,14 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
-from broker.errors import BrokerError, InvalidTopicNameError
-from broker.namespaces import filter_topics, topics_hash
-from broker.topic_name import TopicName
-from proto import PulsarApi_pb2 as api
-from proto.frames import Frame
+from minipulsar.broker.errors import BrokerError, InvalidTopicNameError
+from minipulsar.broker.namespaces import filter_topics, topics_hash
+from minipulsar.broker.topic_name import TopicName
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.frames import Frame
 
 if TYPE_CHECKING:
-    from broker.connection import ServerConnection
+    from minipulsar.broker.connection import ServerConnection
 
 log = logging.getLogger(__name__)
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from broker.access_modes import MODE_NAMES
-from broker.message_id import set_message_id
-from broker.producer import PendingPublish, Producer
-from broker.topic_name import TopicName
-from proto import PulsarApi_pb2 as api
-from proto.errors import FrameError
-from proto.frames import Frame, verify_checksum
+from minipulsar.broker.access_modes import MODE_NAMES
+from minipulsar.broker.message_id import set_message_id
+from minipulsar.broker.producer import PendingPublish, Producer
+from minipulsar.broker.topic_name import TopicName
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.errors import FrameError
+from minipulsar.proto.frames import Frame, verify_checksum
 
 if TYPE_CHECKING:
-    from broker.connection import ServerConnection
+    from minipulsar.broker.connection import ServerConnection
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,6 @@ async def handle_producer(conn: "ServerConnection", frame: Frame) -> None:
         user_provided_name=request.user_provided_producer_name,
         metadata={kv.key: kv.value for kv in request.metadata},
     )
-    producer.is_remote = name.startswith(broker.replicator_prefix + ".")
     if topic.deduplication is not None:
         producer.last_sequence_id = topic.deduplication.last_sequence_id(name)
     if request.HasField("topic_epoch"):
@@ -129,9 +128,7 @@ def _send_error(conn: "ServerConnection", send, error: int, message: str, produc
 
 def handle_close_producer(conn: "ServerConnection", frame: Frame) -> None:
     request = frame.command.close_producer
-    producer = conn.producers.get(request.producer_id)
-    if producer is not None:
-        conn.remove_producer(producer)
+    conn.remove_producer(request.producer_id)
     conn.send_success(request.request_id)
 
 

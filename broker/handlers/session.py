@@ -4,11 +4,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from proto import PulsarApi_pb2 as api
-from proto.frames import Frame
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.frames import Frame
 
 if TYPE_CHECKING:
-    from broker.connection import ServerConnection
+    from minipulsar.broker.connection import ServerConnection
 
 log = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@ remote_producer (the bundled client's producer, sending stored entries), markers
 snapshot_controller (the snapshot protocol), snapshot_cache (per-subscription snapshots).
 See docs/replication.md.
 """
-from broker.replication.broker_replication import BrokerReplication
-from broker.replication.markers import last_data_position
-from broker.replication.topic_replication import REPLICATED_SUBSCRIPTION_PROPERTY, TopicReplication, is_replicated
+from minipulsar.broker.replication.broker_replication import BrokerReplication
+from minipulsar.broker.replication.markers import last_data_position
+from minipulsar.broker.replication.topic_replication import REPLICATED_SUBSCRIPTION_PROPERTY, TopicReplication, is_replicated
 
 __all__ = ["BrokerReplication", "REPLICATED_SUBSCRIPTION_PROPERTY", "TopicReplication", "is_replicated",
            "last_data_position"]

@@ -12,12 +12,12 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from broker.replication.clusters import ClusterSettings
-from broker.topic_name import TopicName
-from client.client import Client
+from minipulsar.broker.replication.clusters import ClusterSettings
+from minipulsar.broker.topic_name import TopicName
+from minipulsar.client.client import Client
 
 if TYPE_CHECKING:
-    from broker.server import Broker
+    from minipulsar.broker.server import Broker
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from broker.config import BrokerConfig, ConfigError
+from minipulsar.broker.config import BrokerConfig, ConfigError
 
 
 def parse_peer_clusters(text: str, local: str) -> dict[str, str]:

@@ -5,18 +5,18 @@ MessageMetadata has producer_name ``pulsar.marker``, sequence_id 0, publish_time
 ``marker_type`` (PulsarMarkers.MarkerType, 10..13 here); the payload is the serialized marker
 message. ``replicate_to`` restricts where replicators send it. Dispatchers acknowledge and drop
 every entry with a marker_type, so clients never see one.
-Source: Pulsar common/protocol/Markers.java (newMessage, isServerOnlyMarker); facts file section 4.
+Source: Pulsar common/protocol/Markers.java (newMessage, isServerOnlyMarker), PulsarMarkers.proto.
 """
 from __future__ import annotations
 
 import time
 from typing import Iterable
 
-from proto import PulsarApi_pb2 as api
-from proto import PulsarMarkers_pb2 as markers
-from proto.errors import FrameError
-from proto.frames import build_headers_and_payload, parse_metadata, split_headers_and_payload
-from storage import ManagedLedger, Position
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto import PulsarMarkers_pb2 as markers
+from minipulsar.proto.errors import FrameError
+from minipulsar.proto.frames import build_headers_and_payload, parse_metadata, split_headers_and_payload
+from minipulsar.storage import ManagedLedger, Position
 
 MARKER_PRODUCER_NAME = "pulsar.marker"
 

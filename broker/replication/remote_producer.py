@@ -6,19 +6,19 @@ entry with replicated_from added), numbered with this producer's own sequence id
 client's queue, in-order receipts, reconnection with back-off and resend of everything unconfirmed
 after a reconnect all apply unchanged. Batching is off and the send timeout is 0 (never time out),
 as for Pulsar's replicator producer. Source: Pulsar GeoPersistentReplicator / ProducerImpl with
-AUTO_PRODUCE_BYTES; facts file 8.5.
+AUTO_PRODUCE_BYTES.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 
-from client.client import Client
-from client.exceptions import AlreadyClosed
-from client.producer.batch import OpSend, PendingMessage
-from client.producer.partition_producer import PartitionProducer, ProducerConfig
-from proto import PulsarApi_pb2 as api
-from proto.frames import encode_payload_command
+from minipulsar.client.client import Client
+from minipulsar.client.exceptions import AlreadyClosed
+from minipulsar.client.producer.batch import OpSend, PendingMessage
+from minipulsar.client.producer.partition_producer import PartitionProducer, ProducerConfig
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.frames import encode_payload_command
 
 log = logging.getLogger(__name__)
 

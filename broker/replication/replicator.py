@@ -15,7 +15,7 @@ so the backlog shrinks and nothing is lost: after a restart the cursor re-reads 
 confirmed (a remote that stored an entry but whose receipt was lost gets it again: at-least-once).
 While the remote is down the producer reconnects with back-off (100 ms doubling to 30 s); the
 backlog grows and is sent in order once it is back.
-Source: Pulsar PersistentReplicator / GeoPersistentReplicator.replicateEntries; facts file 8.4.
+Source: Pulsar PersistentReplicator / GeoPersistentReplicator.replicateEntries (PIP-33).
 """
 from __future__ import annotations
 
@@ -25,17 +25,17 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from broker.entry_info import entry_info
-from broker.replication.markers import REPLICATED_SUBSCRIPTION_MARKERS
-from broker.replication.remote_producer import RemoteProducer
-from client.backoff import Backoff
-from client.exceptions import AlreadyClosed
-from proto.errors import FrameError
-from proto.frames import build_headers_and_payload, split_headers_and_payload
-from storage import Entry, ManagedCursor, StorageError
+from minipulsar.broker.entry_info import entry_info
+from minipulsar.broker.replication.markers import REPLICATED_SUBSCRIPTION_MARKERS
+from minipulsar.broker.replication.remote_producer import RemoteProducer
+from minipulsar.client.backoff import Backoff
+from minipulsar.client.exceptions import AlreadyClosed
+from minipulsar.proto.errors import FrameError
+from minipulsar.proto.frames import build_headers_and_payload, split_headers_and_payload
+from minipulsar.storage import Entry, ManagedCursor, StorageError
 
 if TYPE_CHECKING:
-    from broker.replication.topic_replication import TopicReplication
+    from minipulsar.broker.replication.topic_replication import TopicReplication
 
 log = logging.getLogger(__name__)
 

@@ -9,15 +9,15 @@ At most max_snapshots are kept. A snapshot below the newest one resets the cache
 was rewound). When full, the entry whose removal leaves the smallest hole (the sum of its
 distances to both neighbours, in entries) is evicted, never the oldest or the newest, so the
 snapshots stay spread over the backlog. Source: Pulsar ReplicatedSubscriptionSnapshotCache
-(the newest, linked-list version); facts file 8.3.
+(the newest, linked-list version); PIP-33.
 """
 from __future__ import annotations
 
 import logging
 from typing import Callable
 
-from proto import PulsarMarkers_pb2 as markers
-from storage import Position
+from minipulsar.proto import PulsarMarkers_pb2 as markers
+from minipulsar.storage import Position
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,7 @@ topic has remote clusters and at least one replicated subscription:
 Subscriptions add snapshots to their SnapshotCache as their dispatcher reads past them; when a
 mark-delete position passes one, an UPDATE marker {subscription_name, clusters} goes everywhere,
 and each cluster cumulatively acknowledges its own position (topic_replication.apply_update).
-Source: Pulsar ReplicatedSubscriptionsController, ReplicatedSubscriptionsSnapshotBuilder;
-facts file 8.3.
+Source: PIP-33 / Pulsar ReplicatedSubscriptionsController, ReplicatedSubscriptionsSnapshotBuilder.
 """
 from __future__ import annotations
 
@@ -31,12 +30,12 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
-from broker.replication import markers as mk
-from proto import PulsarMarkers_pb2 as pm
-from storage import Position
+from minipulsar.broker.replication import markers as mk
+from minipulsar.proto import PulsarMarkers_pb2 as pm
+from minipulsar.storage import Position
 
 if TYPE_CHECKING:
-    from broker.replication.topic_replication import TopicReplication
+    from minipulsar.broker.replication.topic_replication import TopicReplication
 
 log = logging.getLogger(__name__)
 

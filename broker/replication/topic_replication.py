@@ -18,17 +18,18 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from broker.entry_info import EntryInfo
-from broker.replication import markers as mk
-from broker.replication.replicator import Replicator
-from broker.replication.snapshot_cache import SnapshotCache
-from broker.replication.snapshot_controller import SnapshotController
-from proto.errors import FrameError
-from storage import Entry, Position
+from minipulsar.broker.background import BackgroundTasks
+from minipulsar.broker.entry_info import EntryInfo
+from minipulsar.broker.replication import markers as mk
+from minipulsar.broker.replication.replicator import Replicator
+from minipulsar.broker.replication.snapshot_cache import SnapshotCache
+from minipulsar.broker.replication.snapshot_controller import SnapshotController
+from minipulsar.proto.errors import FrameError
+from minipulsar.storage import Entry, Position
 
 if TYPE_CHECKING:
-    from broker.subscription import Subscription
-    from broker.topic import PersistentTopic
+    from minipulsar.broker.subscription import Subscription
+    from minipulsar.broker.topic import PersistentTopic
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +66,10 @@ class TopicReplication:
         self.replicators: dict[str, Replicator] = {}
         self.controller: SnapshotController | None = None
         self.caches: dict[str, SnapshotCache] = {}
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = BackgroundTasks(topic.name, log)
         self._closed = False
         if self.remotes:
-            self._spawn(self._start())
+            self._tasks.spawn(self._start())
 
     @property
     def active(self) -> bool:
@@ -90,22 +91,11 @@ class TopicReplication:
     async def close(self) -> None:
         """Stop the controller and the replicators (their cursors stay, with their backlog)."""
         self._closed = True
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.cancel()
+        await self._tasks.wait()
         if self.controller is not None:
             await self.controller.close()
         await asyncio.gather(*(r.close() for r in self.replicators.values()), return_exceptions=True)
-
-    def _spawn(self, coro) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("%s: replication task failed", self.topic.name, exc_info=task.exception())
 
     # ---- hooks from the topic ----------------------------------------------------------------
     def on_appended(self, data: bytes) -> None:
@@ -162,7 +152,7 @@ class TopicReplication:
         update.clusters.extend(snapshot.clusters)
         log.debug("%s: mark-delete passed snapshot %s; updating %s", subscription, snapshot.snapshot_id,
                   [c.cluster for c in snapshot.clusters])
-        self._spawn(self.write_marker(mk.UPDATE, update))
+        self._tasks.spawn(self.write_marker(mk.UPDATE, update))
 
     # ---- markers arriving through a replicator -----------------------------------------------
     def received_marker(self, remote: str, entry: Entry, metadata) -> None:
@@ -174,12 +164,12 @@ class TopicReplication:
             return
         if marker_type == mk.SNAPSHOT_REQUEST:
             controller = self.controller or SnapshotController(self)  # answering needs no timer
-            self._spawn(controller.on_request(message, entry.position))
+            self._tasks.spawn(controller.on_request(message, entry.position))
         elif marker_type == mk.SNAPSHOT_RESPONSE:
             if self.controller is not None:
-                self._spawn(self.controller.on_response(message, entry.position))
+                self._tasks.spawn(self.controller.on_response(message, entry.position))
         elif marker_type == mk.UPDATE:
-            self._spawn(self.apply_update(message))
+            self._tasks.spawn(self.apply_update(message))
 
     async def apply_update(self, update) -> None:
         """Move subscription_name to this cluster's position in the update (creating it, replicated,
@@ -208,5 +198,3 @@ class TopicReplication:
         """TopicStats.replication: remote cluster -> ReplicatorStats."""
         return {remote: r.stats() for remote, r in self.replicators.items()}
 
-    def snapshot_stats(self) -> dict:
-        return self.controller.stats() if self.controller is not None else {}

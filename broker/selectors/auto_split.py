@@ -3,7 +3,7 @@
 The range [0, 65536] is cut at upper bounds, each owned by one consumer. A new consumer halves the
 biggest range (ties go to the lower one) and takes its lower half; a leaving consumer's range goes
 to the next higher bound, except the top range, which the consumer below moves up to take.
-Source: Pulsar HashRangeAutoSplitStickyKeyConsumerSelector; facts file 5.5.
+Source: Pulsar HashRangeAutoSplitStickyKeyConsumerSelector.
 """
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedDict
 
-from broker.errors import ConsumerAssignError
-from broker.selectors.base import StickyKeyConsumerSelector
-from broker.sticky_key import RANGE_SIZE
+from minipulsar.broker.errors import ConsumerAssignError
+from minipulsar.broker.selectors.base import StickyKeyConsumerSelector
+from minipulsar.broker.sticky_key import RANGE_SIZE
 
 if TYPE_CHECKING:
-    from broker.consumer import Consumer
+    from minipulsar.broker.consumer import Consumer
 
 
 class AutoSplitSelector(StickyKeyConsumerSelector):

@@ -3,17 +3,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.sticky_key import range_slot
+from minipulsar.broker.sticky_key import range_slot
 
 if TYPE_CHECKING:
-    from broker.consumer import Consumer
+    from minipulsar.broker.consumer import Consumer
 
 
 class StickyKeyConsumerSelector:
     """Maps a sticky key slot to the consumer that owns it."""
 
     def slot(self, hash31: int) -> int:
-        """The slot of a 31-bit key hash in this selector's range (facts file 5.2)."""
+        """The slot of a 31-bit key hash in this selector's range (Pulsar StickyKeyConsumerSelector.DEFAULT_RANGE_SIZE = 2^16)."""
         return range_slot(hash31)
 
     def add_consumer(self, consumer: "Consumer") -> None:

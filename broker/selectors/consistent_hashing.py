@@ -5,7 +5,7 @@ the ring slot of Murmur3("<name>\\0<index>\\0<i>"), where index tells apart cons
 (the lowest free one, kept while the consumer lives). A slot belongs to the first point at or after
 it, wrapping around. A point already taken stays with its holder; the newcomer waits behind it
 and takes over if the holder leaves. Source: Pulsar 4.x ConsistentHashingStickyKeyConsumerSelector
-and ConsumerNameIndexTracker; facts file 5.4.
+and ConsumerNameIndexTracker.
 """
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedDict
 
-from broker.selectors.base import StickyKeyConsumerSelector
-from broker.sticky_key import murmur3_31, ring_slot
+from minipulsar.broker.selectors.base import StickyKeyConsumerSelector
+from minipulsar.broker.sticky_key import murmur3_31, ring_slot
 
 if TYPE_CHECKING:
-    from broker.consumer import Consumer
+    from minipulsar.broker.consumer import Consumer
 
 
 class ConsistentHashingSelector(StickyKeyConsumerSelector):

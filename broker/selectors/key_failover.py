@@ -4,18 +4,18 @@ A new consumer takes the upper half of the range of the busiest consumer (highes
 rate) whose range still has two slots or more; a leaving consumer's range goes to the adjacent consumer with the lower recent rate (the
 only neighbour when there is one). Timeline of the proposal: C1 [0,1); C2 joins: C1 [0,.5),
 C2 [.5,1); C3 joins while C2 is busier: C2 [.5,.75), C3 [.75,1); C1 leaves: C2 [0,.75); C2
-leaves: C3 [0,1). Source: the Key_Failover proposal (shared/seeds/003).
+leaves: C3 [0,1). Source: the 2019 Key_Failover subscription proposal for Pulsar.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.errors import ConsumerAssignError
-from broker.selectors.base import StickyKeyConsumerSelector
-from broker.sticky_key import RANGE_SIZE
+from minipulsar.broker.errors import ConsumerAssignError
+from minipulsar.broker.selectors.base import StickyKeyConsumerSelector
+from minipulsar.broker.sticky_key import RANGE_SIZE
 
 if TYPE_CHECKING:
-    from broker.consumer import Consumer
+    from minipulsar.broker.consumer import Consumer
 
 
 class KeyFailoverSelector(StickyKeyConsumerSelector):

@@ -3,7 +3,7 @@
 Ranges are inclusive [start, end] within [0, 65535]; a consumer must declare at least one, and no
 two consumers may overlap (the error names the consumer already holding the range). A slot no
 range covers has no consumer: its entries wait. Source: Pulsar
-HashRangeExclusiveStickyKeyConsumerSelector; facts file 5.6.
+HashRangeExclusiveStickyKeyConsumerSelector.
 """
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedDict
 
-from broker.errors import ConsumerAssignError
-from broker.selectors.base import StickyKeyConsumerSelector
-from broker.sticky_key import RANGE_SIZE
+from minipulsar.broker.errors import ConsumerAssignError
+from minipulsar.broker.selectors.base import StickyKeyConsumerSelector
+from minipulsar.broker.sticky_key import RANGE_SIZE
 
 if TYPE_CHECKING:
-    from broker.consumer import Consumer
+    from minipulsar.broker.consumer import Consumer
 
 
 class StickyRangesSelector(StickyKeyConsumerSelector):

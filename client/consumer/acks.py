@@ -5,7 +5,8 @@ ACK with a repeated message_id; a cumulative ack keeps only the newest id. Batch
 per batch entry, which indexes are still unacknowledged: the entry is acknowledged when all are,
 or — with batch_index_ack_enabled — each time, with ack_set = the bitset of indexes still
 unacknowledged (bit set = not yet acked, Java BitSet.toLongArray layout).
-Source: C++ lib/AckGroupingTrackerEnabled.cc (100 ms / 1000), lib/BatchMessageAcker.h; facts 6.6.
+Source: Pulsar's C++ AckGroupingTrackerEnabled (100 ms / 1000) and BatchMessageAcker; batch-index
+acknowledgement and ack_set as in PIP-54 (CommandAck.message_id.ack_set).
 """
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import asyncio
 import logging
 from typing import Callable
 
-from client.message_id import MessageId
-from proto import PulsarApi_pb2 as api
+from minipulsar.client.message_id import MessageId
+from minipulsar.proto import PulsarApi_pb2 as api
 
 log = logging.getLogger(__name__)
 

@@ -10,16 +10,16 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from client.consumer.message_queue import MessageQueue
-from client.consumer.partition_consumer import ConsumerConfig, PartitionConsumer
-from client.exceptions import AlreadyClosed, OperationNotSupported
-from client.handler import start_all
-from client.message import Message
-from client.message_id import MessageId
-from client.topic_name import partition_name
+from minipulsar.client.consumer.message_queue import MessageQueue
+from minipulsar.client.consumer.partition_consumer import ConsumerConfig, PartitionConsumer
+from minipulsar.client.exceptions import AlreadyClosed, OperationNotSupported
+from minipulsar.client.handler import start_all
+from minipulsar.client.message import Message
+from minipulsar.client.message_id import MessageId
+from minipulsar.client.topic_name import partition_name
 
 if TYPE_CHECKING:
-    from client.client import Client
+    from minipulsar.client.client import Client
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,16 @@ def _message_id(message: Message | MessageId) -> MessageId:
 
 
 class Consumer:
-    """topics: [(fully qualified topic, number of partitions)]."""
+    """A consumer (pulsar.Consumer with coroutines); made by Client.subscribe, not directly.
+
+    Arguments:
+        client (Client): the client that owns it.
+        topics (list[tuple[str, int]]): (fully qualified topic, number of partitions; 0 when not
+            partitioned) for every subscribed topic.
+        conf (ConsumerConfig): the subscribe options.
+        dead_letters_for (Callable[[str], DeadLetterProducer] | None): the dead-letter producer of
+            a topic. Default: None (no dead-letter policy).
+    """
 
     def __init__(self, client: "Client", topics: list[tuple[str, int]], conf: ConsumerConfig, dead_letters_for=None):
         self._client = client
@@ -40,7 +49,8 @@ class Consumer:
         handles += [(t, -1, t) for t, n in topics if n == 0]
         per_handle = conf.receiver_queue_size
         if len(handles) > 1:
-            per_handle = max(1, min(conf.receiver_queue_size, 50000 // len(handles)))
+            total = conf.max_total_receiver_queue_size_across_partitions
+            per_handle = max(1, min(conf.receiver_queue_size, total // len(handles)))
         self._impls = [
             PartitionConsumer(client, name, conf, self._queue, partition, per_handle,
                               dead_letters_for(base) if dead_letters_for else None)
@@ -70,19 +80,31 @@ class Consumer:
 
     # ---- the official API ------------------------------------------------------------------
     def topic(self) -> str:
+        """The subscribed topic names, comma-separated."""
         return ",".join(t for t, _ in self._topics)
 
     def subscription_name(self) -> str:
+        """The subscription name."""
         return self._conf.subscription_name
 
     def consumer_name(self) -> str:
+        """The consumer name (given, or 10 random hex characters)."""
         return self._impls[0].consumer_name
 
     def is_connected(self) -> bool:
+        """True when open and every partition consumer has a connection."""
         return not self._closed and all(impl.cnx is not None for impl in self._impls)
 
     async def receive(self, timeout_millis: int | None = None) -> Message:
-        """The next message; raises Timeout after timeout_millis, AlreadyClosed once closed."""
+        """The next message, waiting for one if none is queued.
+
+        Arguments:
+            timeout_millis (int | None): milliseconds to wait. Default: None (wait forever).
+
+        Raises:
+            AlreadyClosed: the consumer is closed (also when it closes while waiting).
+            Timeout: no message within timeout_millis.
+        """
         if self._closed:
             raise AlreadyClosed("consumer is closed")
         items = self._queue._items
@@ -102,7 +124,16 @@ class Consumer:
             raise StopAsyncIteration from None
 
     async def acknowledge(self, message: Message | MessageId) -> None:
-        """Acknowledge one message (grouped, sent within 100 ms)."""
+        """Acknowledge one message. Acks are grouped and sent within 100 ms (kept across a
+        reconnect); a batch entry is acknowledged once all its messages are.
+
+        Arguments:
+            message (Message | MessageId): the message or its id. No default.
+
+        Raises:
+            AlreadyClosed: the consumer is closed.
+            OperationNotSupported: a bare MessageId whose topic cannot be told on a multi-topic consumer.
+        """
         if self._closed:
             raise AlreadyClosed("consumer is closed")
         if isinstance(message, Message):
@@ -111,25 +142,62 @@ class Consumer:
             self._impl_for(message).acknowledge(message)
 
     async def acknowledge_cumulative(self, message: Message | MessageId) -> None:
-        """Acknowledge everything up to message on its partition; Exclusive and Failover only."""
+        """Acknowledge every message up to and including this one, on its partition (Exclusive
+        and Failover subscriptions only).
+
+        Arguments:
+            message (Message | MessageId): the last message to acknowledge. No default.
+
+        Raises:
+            AlreadyClosed: the consumer is closed.
+            OperationNotSupported: a bare MessageId whose topic cannot be told on a multi-topic consumer.
+            CumulativeAcknowledgementNotAllowedError: the subscription is Shared, KeyShared or KeyFailover.
+        """
         self._check_open()
         message_id = _message_id(message)
         self._impl_for(message_id).acknowledge_cumulative(message_id)
 
     async def negative_acknowledge(self, message: Message | MessageId) -> None:
-        """Have message redelivered after negative_ack_redelivery_delay_ms."""
+        """Have the message redelivered after negative_ack_redelivery_delay_ms (on Exclusive and
+        Failover subscriptions every unacknowledged message comes again).
+
+        Arguments:
+            message (Message | MessageId): the message or its id. No default.
+
+        Raises:
+            AlreadyClosed: the consumer is closed.
+            OperationNotSupported: a bare MessageId whose topic cannot be told on a multi-topic consumer.
+        """
         self._check_open()
         message_id = _message_id(message)
         self._impl_for(message_id).negative_acknowledge(message_id)
 
     async def redeliver_unacknowledged_messages(self) -> None:
-        """Every unacknowledged message is sent again (queued ones are dropped first)."""
+        """Have every unacknowledged message sent again (queued ones are dropped first).
+
+        Raises:
+            AlreadyClosed: the consumer is closed.
+        """
         self._check_open()
         for impl in self._impls:
             impl.redeliver_all()
 
     async def seek(self, target: MessageId | int) -> None:
-        """Reset the subscription to a message id, or to a publish time in ms (every partition)."""
+        """Reset the subscription (SEEK); the consumer then subscribes again and receives from
+        the sought message itself (by id) or from the first message published after the time.
+
+        Arguments:
+            target (MessageId | int): a message id (MessageId.earliest / .latest reset every
+                partition), or a publish time in milliseconds since the epoch (every partition).
+                No default.
+
+        Raises:
+            AlreadyClosed: the consumer is closed.
+            OperationNotSupported: a non-partitioned id on a consumer of several topics or partitions.
+            Timeout: not connected, or no answer within operation_timeout_seconds.
+            ConnectError: the connection dropped before the answer.
+            PulsarException: the broker's error for the SEEK.
+        """
         self._check_open()
         if isinstance(target, MessageId):
             if len(self._impls) > 1 and target.partition() < 0 and target not in (MessageId.earliest, MessageId.latest):
@@ -140,19 +208,36 @@ class Consumer:
         await asyncio.gather(*(impl.seek(target) for impl in impls))
 
     async def get_last_message_id(self) -> MessageId:
-        """The id of the last message in the topic (single-topic, non-partitioned consumers)."""
+        """The id of the last message in the topic (GET_LAST_MESSAGE_ID); entry id -1 when the
+        topic never held one. Single non-partitioned topics only.
+
+        Raises:
+            AlreadyClosed: the consumer is closed.
+            OperationNotSupported: several topics or partitions.
+            Timeout: not connected, or no answer within operation_timeout_seconds.
+            ConnectError: the connection dropped before the answer.
+        """
         self._check_open()
         if len(self._impls) != 1:
             raise OperationNotSupported("get_last_message_id needs a single non-partitioned topic")
         return await self._impls[0].get_last_message_id()
 
     async def unsubscribe(self) -> None:
-        """Delete the subscription on the broker and close this consumer."""
+        """Delete the subscription on the broker (UNSUBSCRIBE), then close this consumer.
+
+        Raises:
+            AlreadyClosed: the consumer is closed.
+            Timeout: not connected, or no answer within operation_timeout_seconds.
+            ConnectError: the connection dropped before the answer.
+            PulsarException: the broker's error for the UNSUBSCRIBE.
+        """
         self._check_open()
         await asyncio.gather(*(impl.unsubscribe() for impl in self._impls))
         await self.close()
 
     async def close(self) -> None:
+        """Flush pending acks, CLOSE_CONSUMER on every partition, and end receive() and
+        iteration. Idempotent; raises nothing."""
         if self._closed:
             return
         self._closed = True

@@ -12,12 +12,12 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from client.options import ConsumerDeadLetterPolicy
+from minipulsar.client.options import ConsumerDeadLetterPolicy
 
 if TYPE_CHECKING:
-    from client.client import Client
-    from client.consumer.partition_consumer import PartitionConsumer
-    from client.message import Message
+    from minipulsar.client.client import Client
+    from minipulsar.client.consumer.partition_consumer import PartitionConsumer
+    from minipulsar.client.message import Message
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import collections
 
-from client.exceptions import AlreadyClosed, Timeout
-from client.message import Message
+from minipulsar.client.exceptions import AlreadyClosed, Timeout
+from minipulsar.client.message import Message
 
 
 class MessageQueue:

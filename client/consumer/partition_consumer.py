@@ -17,22 +17,22 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from client.connection import ClientConnection
-from client.consumer.acks import AckGroupingTracker, BatchAcker, acked_indexes
-from client.consumer.message_queue import MessageQueue
-from client.consumer.payload import CorruptEntry, decode_entry
-from client.consumer.redelivery import RedeliveryTimer
-from client.exceptions import AlreadyClosed, CumulativeAcknowledgementNotAllowedError, Timeout
-from client.handler import HandlerBase
-from client.message import Message
-from client.message_id import MessageId
-from client.options import ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, ConsumerType, InitialPosition
-from client.schema import BytesSchema, Schema
+from minipulsar.client.connection import ClientConnection
+from minipulsar.client.consumer.acks import AckGroupingTracker, BatchAcker, acked_indexes
+from minipulsar.client.consumer.message_queue import MessageQueue
+from minipulsar.client.consumer.payload import CorruptEntry, decode_entry
+from minipulsar.client.consumer.redelivery import RedeliveryTimer
+from minipulsar.client.exceptions import CumulativeAcknowledgementNotAllowedError, Timeout
+from minipulsar.client.handler import HandlerBase
+from minipulsar.client.message import Message
+from minipulsar.client.message_id import MessageId
+from minipulsar.client.options import ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, ConsumerType, InitialPosition
+from minipulsar.client.schema import BytesSchema, Schema
 
-from proto import PulsarApi_pb2 as api
+from minipulsar.proto import PulsarApi_pb2 as api
 
 if TYPE_CHECKING:
-    from client.client import Client
+    from minipulsar.client.client import Client
 
 log = logging.getLogger(__name__)
 Type = api.BaseCommand.Type
@@ -47,6 +47,7 @@ class ConsumerConfig:
     consumer_type: ConsumerType = ConsumerType.Exclusive
     schema: Schema = field(default_factory=BytesSchema)
     receiver_queue_size: int = 1000
+    max_total_receiver_queue_size_across_partitions: int = 50000
     consumer_name: str | None = None
     unacked_messages_timeout_ms: int | None = None
     negative_ack_redelivery_delay_ms: int = 60000
@@ -90,7 +91,6 @@ class PartitionConsumer(HandlerBase):
         self.nacks = RedeliveryTimer(conf.negative_ack_redelivery_delay_ms / 1000.0, self.redeliver)
         timeout = conf.unacked_messages_timeout_ms
         self.unacked = RedeliveryTimer(timeout / 1000.0, self.redeliver) if timeout else None
-        self.is_active: bool | None = None
 
     def __repr__(self) -> str:
         return f"Consumer({self.topic}, {self.conf.subscription_name!r}, id={self.consumer_id})"
@@ -164,9 +164,9 @@ class PartitionConsumer(HandlerBase):
         if dropped:
             log.debug("%s: dropped %d queued messages", self, dropped)
 
-    def _send_close(self, cnx: ClientConnection) -> None:
-        cnx.send_command(api.BaseCommand(type=Type.CLOSE_CONSUMER, close_consumer=api.CommandCloseConsumer(
-            consumer_id=self.consumer_id, request_id=self.client.new_request_id())))
+    def _close_command(self, request_id: int) -> api.BaseCommand:
+        return api.BaseCommand(type=Type.CLOSE_CONSUMER, close_consumer=api.CommandCloseConsumer(
+            consumer_id=self.consumer_id, request_id=request_id))
 
     def _send_if_connected(self, command: api.BaseCommand) -> bool:
         if self.cnx is None or self.cnx.closed:
@@ -252,7 +252,6 @@ class PartitionConsumer(HandlerBase):
             self._send_flow(permits)
 
     def on_active_consumer_change(self, is_active: bool) -> None:
-        self.is_active = is_active
         log.info("%s: %s", self, "active" if is_active else "inactive")
 
     def on_reached_end_of_topic(self) -> None:
@@ -399,12 +398,7 @@ class PartitionConsumer(HandlerBase):
         cnx = self.cnx
         self._shutdown()
         if cnx is not None and not cnx.closed:
-            request_id = self.client.new_request_id()
-            try:
-                await cnx.request(api.BaseCommand(type=Type.CLOSE_CONSUMER, close_consumer=api.CommandCloseConsumer(
-                    consumer_id=self.consumer_id, request_id=request_id)), request_id)
-            except Exception as exc:  # noqa: BLE001 - closing anyway
-                log.debug("%s: CLOSE_CONSUMER failed: %s", self, exc)
+            await self._request_close(cnx)
 
     def _shutdown(self) -> None:
         self.stop_reconnecting()
@@ -416,7 +410,3 @@ class PartitionConsumer(HandlerBase):
         if self.unacked is not None:
             self.unacked.close()
         self.queue.remove_owner(self)
-
-    def check_open(self) -> None:
-        if self.closed:
-            raise AlreadyClosed(f"{self} is closed")

@@ -4,19 +4,20 @@ Checks the CRC32C (a mismatch is reported back as ChecksumMismatch and the entry
 MessageMetadata, decompresses, and splits batch entries — an entry is a batch whenever
 num_messages_in_batch is *present* in its metadata — into their messages, each with
 SingleMessageMetadata overriding key, properties and event time. Broker entry metadata (0x0e02)
-in front is skipped. Source: C++ lib/ConsumerImpl.cc messageReceived/receiveIndividualMessagesFromBatch,
-lib/Commands.cc deSerializeSingleMessageInBatch; facts file 1.2-1.4.
+in front is skipped. Source: Pulsar's C++ ConsumerImpl (messageReceived,
+receiveIndividualMessagesFromBatch) and Commands::deSerializeSingleMessageInBatch; the binary
+protocol's payload command layout (magic 0x0e01, CRC32C, metadata size, MessageMetadata).
 """
 from __future__ import annotations
 
 import struct
 from typing import NamedTuple
 
-from client import codec
-from client.exceptions import InvalidMessage
-from proto import PulsarApi_pb2 as api
-from proto.errors import FrameError
-from proto.frames import parse_metadata, split_headers_and_payload, verify_checksum
+from minipulsar.client import codec
+from minipulsar.client.exceptions import InvalidMessage
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.errors import FrameError
+from minipulsar.proto.frames import parse_metadata, split_headers_and_payload, verify_checksum
 
 _U32 = struct.Struct(">I")
 ValidationError = api.CommandAck.ValidationError

@@ -2,8 +2,8 @@
 negative_ack_redelivery_delay_ms) and the unacked-message timeout (unacked_messages_timeout_ms).
 
 Both keep message ids with a deadline; a single background task wakes every `tick` seconds and
-hands the expired ids to `redeliver(ids)`. Source: C++ lib/NegativeAcksTracker.cc,
-lib/UnAckedMessageTrackerEnabled.cc.
+hands the expired ids to `redeliver(ids)`. Source: Pulsar's C++ NegativeAcksTracker and
+UnAckedMessageTrackerEnabled.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Callable
 
-from client.message_id import MessageId
+from minipulsar.client.message_id import MessageId
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@ PendingMessage is one user message waiting for its receipt. build_single / build
 messages into the bytes of one SEND frame: the batch payload is, per message,
 [u32 size][SingleMessageMetadata][payload], compressed as a whole; the entry's MessageMetadata
 copies producer_name, sequence_id, partition_key and ordering_key from the first message and sets
-num_messages_in_batch. Source: facts file 1.4; C++ lib/Commands.cc serializeSingleMessageInBatch,
-lib/MessageAndCallbackBatch.cc.
+num_messages_in_batch. Source: the binary protocol's batch format; Pulsar's C++
+Commands::serializeSingleMessageInBatch and MessageAndCallbackBatch.
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import struct
 import time
 from dataclasses import dataclass, field
 
-from client import codec
-from client.options import CompressionType
-from proto import PulsarApi_pb2 as api
-from proto.frames import build_headers_and_payload, encode_payload_command
+from minipulsar.client import codec
+from minipulsar.client.options import CompressionType
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.frames import build_headers_and_payload, encode_payload_command
 
 _U32 = struct.Struct(">I")
 Type = api.BaseCommand.Type

@@ -5,7 +5,7 @@ Sends are queued in order as OpSend entries; each SEND_RECEIPT must answer the h
 (a sequence id below it is a stale duplicate and ignored; one above it means the broker and we
 disagree, so the connection is closed and everything pending is resent). On reconnect the producer
 is re-created with the same name and epoch + 1, and every pending SEND is written again in order.
-Source: C++ lib/ProducerImpl.cc (ackReceived, resendMessages, failPendingMessages).
+Source: Pulsar's C++ ProducerImpl (ackReceived, resendMessages, failPendingMessages).
 """
 from __future__ import annotations
 
@@ -16,17 +16,17 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from client.connection import ClientConnection
-from client.exceptions import (AlreadyClosed, ChecksumError, MessageTooBig, ProducerQueueIsFull, Timeout)
-from client.handler import HandlerBase
-from client.message_id import MessageId
-from client.options import BatchingType, CompressionType
-from client.producer.batch import BatchContainer, OpSend, PendingMessage, build_batch, build_single
-from client.schema import BytesSchema, Schema
-from proto import PulsarApi_pb2 as api
+from minipulsar.client.connection import ClientConnection
+from minipulsar.client.exceptions import (AlreadyClosed, ChecksumError, MessageTooBig, ProducerQueueIsFull, Timeout)
+from minipulsar.client.handler import HandlerBase
+from minipulsar.client.message_id import MessageId
+from minipulsar.client.options import BatchingType, CompressionType
+from minipulsar.client.producer.batch import BatchContainer, OpSend, PendingMessage, build_batch, build_single
+from minipulsar.client.schema import BytesSchema, Schema
+from minipulsar.proto import PulsarApi_pb2 as api
 
 if TYPE_CHECKING:
-    from client.client import Client
+    from minipulsar.client.client import Client
 
 log = logging.getLogger(__name__)
 Type = api.BaseCommand.Type
@@ -113,9 +113,9 @@ class PartitionProducer(HandlerBase):
             self._next_seq = reply.last_sequence_id + 1
         log.info("%s: created on %s (epoch %d)", self, cnx.logical_url, self.epoch)
 
-    def _send_close(self, cnx: ClientConnection) -> None:
-        cnx.send_command(api.BaseCommand(type=Type.CLOSE_PRODUCER, close_producer=api.CommandCloseProducer(
-            producer_id=self.producer_id, request_id=self.client.new_request_id())))
+    def _close_command(self, request_id: int) -> api.BaseCommand:
+        return api.BaseCommand(type=Type.CLOSE_PRODUCER, close_producer=api.CommandCloseProducer(
+            producer_id=self.producer_id, request_id=request_id))
 
     def _after_connected(self) -> None:
         if self._pending:
@@ -309,12 +309,7 @@ class PartitionProducer(HandlerBase):
             self._timeout_task.cancel()
         cnx, self.cnx = self.cnx, None
         if cnx is not None and not cnx.closed:
-            request_id = self.client.new_request_id()
-            try:
-                await cnx.request(api.BaseCommand(type=Type.CLOSE_PRODUCER, close_producer=api.CommandCloseProducer(
-                    producer_id=self.producer_id, request_id=request_id)), request_id)
-            except Exception as exc:  # noqa: BLE001 - closing anyway
-                log.debug("%s: CLOSE_PRODUCER failed: %s", self, exc)
+            await self._request_close(cnx)
             cnx.producers.pop(self.producer_id, None)
         self._fail_all(AlreadyClosed(f"{self} closed"))
         self._space.set()

@@ -4,15 +4,15 @@ Keyed messages (non-empty partition_key): BoostHash(key) % partitions (client.ha
 Others: RoundRobinDistribution cycles the partitions — one message at a time without batching, and
 with batching it stays on a partition for a whole batch window (batching_max_messages messages or
 batching_max_publish_delay_ms) so batches fill up; UseSinglePartition picks one random partition
-for the producer's life. Source: C++ lib/RoundRobinMessageRouter.cc, SinglePartitionMessageRouter.cc.
+for the producer's life. Source: Pulsar's C++ RoundRobinMessageRouter and SinglePartitionMessageRouter.
 """
 from __future__ import annotations
 
 import random
 import time
 
-from client.hashing import partition_for_key
-from client.options import PartitionsRoutingMode
+from minipulsar.client.hashing import partition_for_key
+from minipulsar.client.options import PartitionsRoutingMode
 
 
 class Router:

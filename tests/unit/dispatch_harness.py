@@ -8,36 +8,37 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from broker.config import build_config
-from broker.consumer import Consumer
-from broker.server import Broker
-from broker.topic import PersistentTopic
-from broker.topic_name import TopicName
-from proto import PulsarApi_pb2 as api
-from proto.frames import build_headers_and_payload
-from storage import Position
+from minipulsar.broker.config import build_config
+from minipulsar.broker.consumer import Consumer
+from minipulsar.broker.server import Broker
+from minipulsar.broker.topic import PersistentTopic
+from minipulsar.broker.topic_name import TopicName
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.frames import build_headers_and_payload
+from minipulsar.storage import Position
 
 
 class RecordingConnection:
-    """Stands in for a client connection: records what the broker sends."""
+    """Stands in for a client connection: records what the broker sends. consumer: the one
+    Consumer using it (what a real connection finds by consumer id)."""
 
     def __init__(self, name: str):
         self.peer_address = f"test:{name}"
         self.received: list[Position] = []
         self.writable = True
-        self.closed = False
+        self.consumer: Consumer | None = None
 
-    def send_message(self, consumer, entry, redelivery_count) -> None:
+    def send_message(self, consumer_id, entry, partition, redelivery_count, consumer_epoch, ack_set) -> None:
         self.received.append(entry.position)
 
     def is_writable(self) -> bool:
         return self.writable
 
-    def send_active_consumer_change(self, consumer, active) -> None:
+    def send_active_consumer_change(self, consumer_id, active) -> None:
         pass
 
-    def close_consumer_by_broker(self, consumer) -> None:
-        consumer.subscription.remove_consumer(consumer)
+    def close_consumer_by_broker(self, consumer_id) -> None:
+        self.consumer.close()
 
 
 def entry_bytes(key: str | None, sequence_id: int = 0) -> bytes:
@@ -80,7 +81,8 @@ class Harness:
 
     def consumer(self, subscription, name: str, sub_type: int, permits: int = 1000, **attrs) -> Consumer:
         self._next_id += 1
-        consumer = Consumer(subscription, RecordingConnection(name), self._next_id, name, sub_type)
+        connection = RecordingConnection(name)
+        consumer = connection.consumer = Consumer(subscription, connection, self._next_id, name, sub_type)
         for key, value in attrs.items():
             setattr(consumer, key, value)
         consumer.permits = permits

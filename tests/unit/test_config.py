@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import ConfigError, build_config, env_overrides, parse_conf_file
+from minipulsar.broker.config import ConfigError, build_config, env_overrides, parse_conf_file
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,7 +53,7 @@ def test_bad_line_in_file_is_reported(tmp_path):
 
 def test_cli_refuses_to_start_on_a_bad_value(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "broker", "broker", "--data-dir", str(tmp_path), "--broker-service-port", "abc"],
+        [sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(tmp_path), "--broker-service-port", "abc"],
         cwd=ROOT, capture_output=True, text=True, timeout=30,
     )
     assert result.returncode == 2

@@ -2,9 +2,9 @@
 (found by the Key_Shared state machine: 18 consumers joining while one consumer is busy)."""
 from __future__ import annotations
 
-from broker.consumer import DecayingRate
-from broker.selectors.key_failover import KeyFailoverSelector
-from broker.sticky_key import RANGE_SIZE
+from minipulsar.broker.consumer import DecayingRate
+from minipulsar.broker.selectors.key_failover import KeyFailoverSelector
+from minipulsar.broker.sticky_key import RANGE_SIZE
 
 
 class _Consumer:

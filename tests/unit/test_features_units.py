@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from broker.batch_acks import BatchAckSets
-from broker.namespaces import filter_topics, remove_domain_scheme, topics_hash
-from broker.schema_registry import check_compatible
-from proto import PulsarApi_pb2 as api
-from storage import Position
+from minipulsar.broker.batch_acks import BatchAckSets
+from minipulsar.broker.namespaces import filter_topics, remove_domain_scheme, topics_hash
+from minipulsar.broker.schema_registry import check_compatible
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.storage import Position
 
 AVRO = api.Schema.Type.Value("Avro")
 

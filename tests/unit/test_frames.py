@@ -4,9 +4,9 @@ import struct
 import pytest
 from hypothesis import given, strategies as st
 
-from proto import PulsarApi_pb2 as api
-from proto.errors import FrameError, FrameTooLargeError
-from proto.frames import (
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.errors import FrameError, FrameTooLargeError
+from minipulsar.proto.frames import (
     FrameDecoder, build_headers_and_payload, crc32c, encode_command, encode_payload_command,
     parse_metadata, split_headers_and_payload, verify_checksum,
 )

@@ -18,12 +18,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, settings, strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initialize, invariant, rule
 
-from broker.dispatchers.sticky_key import StickyKeyDispatcher
-from broker.selectors.auto_split import AutoSplitSelector
-from broker.selectors.consistent_hashing import ConsistentHashingSelector
-from broker.selectors.key_failover import KeyFailoverSelector
-from broker.sticky_key import murmur3_31
-from proto import PulsarApi_pb2 as api
+from minipulsar.broker.dispatchers.sticky_key import StickyKeyDispatcher
+from minipulsar.broker.selectors.auto_split import AutoSplitSelector
+from minipulsar.broker.selectors.consistent_hashing import ConsistentHashingSelector
+from minipulsar.broker.selectors.key_failover import KeyFailoverSelector
+from minipulsar.broker.sticky_key import murmur3_31
+from minipulsar.proto import PulsarApi_pb2 as api
 from tests.unit.dispatch_harness import Harness, settle
 
 KEYS = ["k0", "k1", "k2", "k3", "k4", "k5"]
@@ -111,15 +111,14 @@ class KeySharedMachine(RuleBasedStateMachine):
     @rule(consumer=consumes(consumers))
     def leave(self, consumer):
         self.settle()
-        self.call(self.subscription.remove_consumer, consumer)
+        self.call(consumer.close)
         del self.held[consumer]
         self.settle()
 
     @rule(consumer=consumers, permits=st.integers(1, 5))
     def grant(self, consumer, permits):
         if consumer in self.held:
-            consumer.add_permits(permits)
-            self.call(self.dispatcher.wake)
+            self.call(consumer.flow, permits)
             self.settle()
 
     @rule(consumer=consumers, data=st.data())
@@ -158,8 +157,7 @@ class KeySharedMachine(RuleBasedStateMachine):
             self.join(permits=0)
         for _ in range(50):
             for consumer in self.held:
-                consumer.add_permits(100)
-            self.call(self.dispatcher.wake)
+                self.call(consumer.flow, 100)
             self.settle()
             pending = [(c, sorted(h)) for c, h in self.held.items() if h]
             if not pending and len(self.acked) == len(self.key_of):

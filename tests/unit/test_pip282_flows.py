@@ -1,14 +1,14 @@
 """PIP-282's worked example and its two out-of-order flows, step by step, at the dispatcher level
-with the exact positions of the seed (shared/seeds/001). The selector is a fixed table, as the
+with the exact positions of PIP-282's text. The selector is a fixed table, as the
 PIP assumes ("the selector will return c1 if key-a and c2 if key-b")."""
 import pytest
 
-from broker.dispatchers.last_sent import LastSentTracker
-from broker.dispatchers.sticky_key import StickyKeyDispatcher
-from broker.selectors.base import StickyKeyConsumerSelector
-from broker.sticky_key import murmur3_31
-from proto import PulsarApi_pb2 as api
-from storage import Position
+from minipulsar.broker.dispatchers.last_sent import LastSentTracker
+from minipulsar.broker.dispatchers.sticky_key import StickyKeyDispatcher
+from minipulsar.broker.selectors.base import StickyKeyConsumerSelector
+from minipulsar.broker.sticky_key import murmur3_31
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.storage import Position
 from tests.unit.dispatch_harness import Harness, settle
 
 P = Position
@@ -109,7 +109,7 @@ async def test_issue_1_recently_joined_uses_the_last_sent_position(harness):
     assert c3.connection.received == []
 
     # steps 5-6: c1 leaves; 1:6 comes back first, and key-a stays in order on c3
-    subscription.remove_consumer(c1)
+    c1.close()
     await settle(dispatcher)
     assert c3.connection.received == [P(1, 6)]
     subscription.acknowledge(c3, [P(1, 6)])
@@ -153,7 +153,7 @@ async def test_issue_2_replayed_entries_wait_for_the_joined_position(harness):
     assert c3.connection.received == []
 
     # step 6: c1 leaves and 2:1 is redelivered: c3 gets 2:1 first, 2:2 only after 2:1 is acknowledged
-    subscription.remove_consumer(c1)
+    c1.close()
     await settle(dispatcher)
     assert c3.connection.received == [P(2, 1)]
     subscription.acknowledge(c3, [P(2, 1)])

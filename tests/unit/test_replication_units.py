@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from broker.config import BrokerConfig, ConfigError
-from broker.entry_info import entry_info
-from broker.replication import markers as mk
-from broker.replication.clusters import ClusterSettings, parse_peer_clusters
-from broker.replication.snapshot_cache import SnapshotCache
-from broker.replication.snapshot_controller import SnapshotBuilder
-from proto import PulsarMarkers_pb2 as pm
-from storage import Position
+from minipulsar.broker.config import BrokerConfig, ConfigError
+from minipulsar.broker.entry_info import entry_info
+from minipulsar.broker.replication import markers as mk
+from minipulsar.broker.replication.clusters import ClusterSettings, parse_peer_clusters
+from minipulsar.broker.replication.snapshot_cache import SnapshotCache
+from minipulsar.broker.replication.snapshot_controller import SnapshotBuilder
+from minipulsar.proto import PulsarMarkers_pb2 as pm
+from minipulsar.storage import Position
 
 
 def test_cluster_settings_parse_peers_and_namespaces():

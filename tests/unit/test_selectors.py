@@ -3,13 +3,13 @@ import base64
 
 import pytest
 
-from broker.errors import ConsumerAssignError
-from broker.selectors.auto_split import AutoSplitSelector
-from broker.selectors.consistent_hashing import ConsistentHashingSelector
-from broker.selectors.key_failover import KeyFailoverSelector
-from broker.selectors.sticky_ranges import StickyRangesSelector
-from broker.sticky_key import NONE_KEY, murmur3_31, range_slot, ring_slot, sticky_key
-from proto import PulsarApi_pb2 as api
+from minipulsar.broker.errors import ConsumerAssignError
+from minipulsar.broker.selectors.auto_split import AutoSplitSelector
+from minipulsar.broker.selectors.consistent_hashing import ConsistentHashingSelector
+from minipulsar.broker.selectors.key_failover import KeyFailoverSelector
+from minipulsar.broker.selectors.sticky_ranges import StickyRangesSelector
+from minipulsar.broker.sticky_key import NONE_KEY, murmur3_31, range_slot, ring_slot, sticky_key
+from minipulsar.proto import PulsarApi_pb2 as api
 
 
 class FakeRate:

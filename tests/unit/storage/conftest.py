@@ -1,7 +1,7 @@
 """Fixtures for the storage unit tests: real factories on real files in tmp_path."""
 import pytest
 
-from storage import ManagedLedgerConfig, ManagedLedgerFactory
+from minipulsar.storage import ManagedLedgerConfig, ManagedLedgerFactory
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from storage import CursorError, Position, cursor_store
+from minipulsar.storage import CursorError, Position, cursor_store
 
 
 async def ledger_with(make_factory, n, **cfg):
@@ -184,3 +184,37 @@ async def test_closed_cursor_rejects_acks(make_factory):
     await c.close()
     with pytest.raises(CursorError):
         c.mark_delete(ps[0])
+
+
+async def test_replay_entries_reads_again_and_names_what_is_gone(make_factory):
+    f, ml, c, ps = await ledger_with(make_factory, 6)
+    entries = await c.read_entries(6)
+    assert [e.position for e in entries] == ps
+    c.delete([ps[1], ps[4]])
+    replayed, skipped = await c.replay_entries([ps[4], ps[0], ps[1], ps[3]])
+    assert [(e.position, e.data) for e in replayed] == [(ps[0], b"0"), (ps[3], b"3")]
+    assert skipped == [ps[1], ps[4]]
+    assert c.read_position == ml.next_valid_position(ps[-1])  # a replay does not move the read position
+
+
+async def test_reset_cursor_clamps_to_the_first_entry_and_the_end(make_factory):
+    f, ml, c, ps = await ledger_with(make_factory, 4)
+    end = ml.next_valid_position(ps[-1])
+    c.reset_cursor(Position(-1, 5))  # any negative ledger id: the first entry
+    assert c.read_position == ps[0]
+    c.reset_cursor(Position((1 << 63) - 1, (1 << 63) - 1))  # latest: the next entry written
+    assert c.read_position == end and c.mark_delete_position == ps[-1]
+    c.reset_cursor(ps[2])
+    assert c.read_position == ps[2] and c.mark_delete_position == ps[1]
+
+
+async def test_deleted_cursor_removes_its_files_and_stops_persisting(make_factory, tmp_path):
+    f, ml, c, ps = await ledger_with(make_factory, 3)
+    files = glob.glob(os.path.join(ml.cursor_folder, "*"))
+    assert files
+    c.delete([ps[0]])  # schedules a persist
+    await ml.delete_cursor("sub")
+    assert glob.glob(os.path.join(ml.cursor_folder, "*")) == []
+    assert "sub" not in ml.cursors
+    with pytest.raises(CursorError):
+        c.delete([ps[1]])

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from storage import PersistenceError, Position
+from minipulsar.storage import PersistenceError, Position
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from storage import (DataDirLockedError, LedgerClosedError, ManagedLedgerConfig, ManagedLedgerFactory,
+from minipulsar.storage import (DataDirLockedError, LedgerClosedError, ManagedLedgerConfig, ManagedLedgerFactory,
                      Position)
 
 

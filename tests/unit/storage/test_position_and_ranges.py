@@ -1,7 +1,7 @@
 """Positions and the (lower, upper] range set (Pulsar individualDeletedMessages)."""
 from hypothesis import given, strategies as st
 
-from storage import EARLIEST, Position, PositionRangeSet
+from minipulsar.storage import EARLIEST, Position, PositionRangeSet
 
 
 def P(text):

@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from storage import LedgerCorruptionError, Position
-from storage import segment
+from minipulsar.storage import LedgerCorruptionError, Position
+from minipulsar.storage import segment
 
 
 def seg_files(folder):

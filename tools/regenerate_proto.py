@@ -1,6 +1,6 @@
-"""Regenerate proto/*_pb2.py from the .proto files beside this module.
+"""Regenerate proto/*_pb2.py from the .proto files in proto/ (a developer tool, not installed).
 
-Usage: python -m proto.regenerate [--check]
+Usage: python tools/regenerate_proto.py [--check]
   --check  generate into a temporary folder and exit 1 if the committed modules differ.
 Needs grpcio-tools (the `dev` extra), whose bundled protoc is pinned so the output is stable.
 """
@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-PROTO_DIR = Path(__file__).resolve().parent
+PROTO_DIR = Path(__file__).resolve().parent.parent / "proto"
 PROTO_FILES = ("PulsarApi.proto", "PulsarMarkers.proto")
 
 
@@ -47,7 +47,7 @@ def main() -> int:
     if parser.parse_args().check:
         stale = stale_modules()
         for name in stale:
-            print(f"stale: proto/{name}; run python -m proto.regenerate", file=sys.stderr)
+            print(f"stale: proto/{name}; run python tools/regenerate_proto.py", file=sys.stderr)
         return 1 if stale else 0
     generate(PROTO_DIR)
     return 0

@@ -1,5 +1,0 @@
-import sys
-
-from broker.cli import main
-
-sys.exit(main())
