@@ -1,4 +1,5 @@
-"""Shared fixtures: a real broker on a free loopback port with a temporary data dir."""
+"""Shared fixtures: a real broker on a free loopback port with a temporary data dir (in-process
+or as a child process), a unique topic name, and the official client (the oracle)."""
 from __future__ import annotations
 
 import asyncio
@@ -8,12 +9,15 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
+import pulsar
 import pytest
 
-from broker.config import build_config
-from broker.server import Broker
+from minipulsar.broker.config import build_config
+from minipulsar.broker.server import Broker
+from minipulsar.broker.topic_name import TopicName
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,6 +52,15 @@ class BrokerThread:
     def url(self) -> str:
         return self.broker.service_url
 
+    def topic_stats(self, topic: str) -> dict:
+        """The topic's stats (Pulsar's TopicStats field names), read on the broker's loop."""
+        return self.run(lambda: self.broker.topics[str(TopicName.parse(topic))].stats())
+
+    def subscription_stats(self, topic: str, subscription: str) -> dict:
+        """The subscription's stats (Pulsar's SubscriptionStats field names: msgBacklog,
+        markDeletePosition, consumers, ...), read on the broker's loop."""
+        return self.topic_stats(topic)["subscriptions"][subscription]
+
     def stop(self) -> None:
         if self.broker is not None:
             self.call(self.broker.stop())
@@ -76,6 +89,20 @@ def broker(broker_factory) -> BrokerThread:
     return broker_factory()
 
 
+@pytest.fixture
+def topic() -> str:
+    """A topic name no other test uses."""
+    return f"persistent://public/default/t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def official(broker):
+    """The official client (pulsar-client) connected to `broker`, closed at teardown."""
+    c = pulsar.Client(broker.url, operation_timeout_seconds=10, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    yield c
+    c.close()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -83,7 +110,7 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    """`python -m broker broker ...` as a child process, the way users run it."""
+    """`python -m minipulsar broker ...` as a child process, the way users run it."""
 
     def __init__(self, data_dir: Path, port: int | None = None, extra_args: tuple[str, ...] = (), env=None):
         self.data_dir = data_dir
@@ -98,7 +125,7 @@ class BrokerProcess:
         return f"pulsar://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 20) -> "BrokerProcess":
-        cmd = [sys.executable, "-m", "broker", "broker", "--data-dir", str(self.data_dir),
+        cmd = [sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(self.data_dir),
                "--broker-service-port", str(self.port), "--bind-address", "127.0.0.1", *self.extra_args]
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
@@ -110,7 +137,7 @@ class BrokerProcess:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
                 return self
             except OSError:
-                time.sleep(0.05)
+                time.sleep(0.05)  # the poll interval of this deadline-bounded wait for the port
         raise TimeoutError(f"broker did not listen on {self.port}: {self.log_path.read_text()}")
 
     def stop(self, sig: int = 15, timeout: float = 20) -> int:

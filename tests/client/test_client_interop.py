@@ -7,16 +7,10 @@ import time
 import pulsar
 import pytest
 
-import client as mp
+from minipulsar import client as mp
 
 COMPRESSIONS = ["NONE", "LZ4", "ZLib", "ZSTD", "SNAPPY"]
 N = 120
-
-
-@pytest.fixture
-async def bundled(broker):
-    async with mp.Client(broker.url, operation_timeout_seconds=10) as c:
-        yield c
 
 
 def _expected(i):

@@ -4,15 +4,10 @@ import time
 
 import pytest
 
-import client as mp
-from client.exceptions import (AlreadyClosed, ConsumerBusy, MessageTooBig, ProducerBusy, ProducerQueueIsFull,
+from minipulsar import client as mp
+from minipulsar.client.exceptions import (AlreadyClosed, ConsumerBusy, MessageTooBig, ProducerBusy, ProducerQueueIsFull,
                                Timeout)
-
-
-@pytest.fixture
-async def bundled(broker):
-    async with mp.Client(broker.url, operation_timeout_seconds=10) as c:
-        yield c
+from tests.integration.helpers import wait_for_async
 
 
 async def test_send_receive_with_all_message_fields(bundled, topic):
@@ -170,7 +165,8 @@ async def test_flow_control_grants_half_queue_refills(bundled, topic, broker):
     for i in range(30):
         await producer.send_async(str(i).encode())
     await producer.flush()
-    await asyncio.sleep(0.3)
+    await wait_for_async(lambda: broker.subscription_stats(topic, "sub")["consumers"][0]["msgOutCounter"] >= 10,
+                         "the broker to spend the first FLOW's 10 permits")
     stats = broker.run(lambda: broker.broker.stats())[topic]["subscriptions"]["sub"]
     assert stats["consumers"][0]["msgOutCounter"] == 10  # only the first FLOW's worth
     got = [int((await consumer.receive(2000)).data()) for _ in range(30)]

@@ -1,18 +1,12 @@
 """Readers of the bundled client, checked against what the official client's reader returns."""
 import asyncio
-import time
 
 import pulsar
 import pytest
 
-import client as mp
-from client.exceptions import Timeout
-
-
-@pytest.fixture
-async def bundled(broker):
-    async with mp.Client(broker.url, operation_timeout_seconds=10) as c:
-        yield c
+from minipulsar import client as mp
+from minipulsar.client.exceptions import Timeout
+from tests.integration.helpers import publish_time_cut
 
 
 async def _publish(c, topic, n, batching=False):
@@ -86,9 +80,7 @@ async def test_reader_seek(bundled, topic):
 @pytest.mark.parametrize("durable", [False, True], ids=["reader", "consumer"])
 async def test_seek_by_publish_time(bundled, topic, durable):
     await _publish(bundled, topic, 3)
-    await asyncio.sleep(0.05)
-    middle = int(time.time() * 1000)
-    await asyncio.sleep(0.05)
+    middle = publish_time_cut()
     producer = await bundled.create_producer(topic)
     for i in range(3, 6):
         await producer.send(str(i).encode())

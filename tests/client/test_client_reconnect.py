@@ -5,15 +5,16 @@ import signal
 
 import pytest
 
-import client as mp
-from client.exceptions import Timeout
+from minipulsar import client as mp
+from minipulsar.client.exceptions import Timeout
+from tests.integration.helpers import wait_for_async
 
 
 async def _produce_loop(producer, n, sent, pause):
     for i in range(n):
         future = await producer.send_async(str(i).encode())
         future.add_done_callback(lambda f, i=i: sent.append(i) if not f.exception() else None)
-        await asyncio.sleep(pause)
+        await asyncio.sleep(pause)  # pacing, not synchronisation: the stream must still run when the broker dies
     await producer.flush()
 
 
@@ -42,8 +43,7 @@ async def test_broker_restart_mid_stream_loses_nothing_acknowledged(broker_proce
         produce = asyncio.create_task(_produce_loop(producer, n, sent, 0.003))
         consume = asyncio.create_task(_consume_until(consumer, set(range(n)), received,
                                                      asyncio.get_running_loop().time() + 60))
-        while len(received) < 60:
-            await asyncio.sleep(0.01)
+        await wait_for_async(lambda: len(received) >= 60, "60 messages consumed before the restart", timeout=60)
         await asyncio.to_thread(broker.stop, sig)
         assert len(sent) < n, "the broker went down while producing"
         restarted = await asyncio.to_thread(lambda: broker_process(data_dir=broker.data_dir, port=broker.port))
@@ -63,7 +63,8 @@ async def test_client_answers_broker_pings(broker_factory, topic):
     async with mp.Client(broker.url, operation_timeout_seconds=10) as c:
         producer = await c.create_producer(topic)
         cnx = producer._impls[0].cnx
-        await asyncio.sleep(3.2)  # the broker closes clients that miss a PING after two intervals
+        # Not synchronisation: the idle period is under test (the broker drops clients missing a PING for two intervals).
+        await asyncio.sleep(3.2)
         assert producer._impls[0].cnx is cnx and not cnx.closed
         assert (await producer.send(b"still here")).entry_id() == 0
 
@@ -72,7 +73,7 @@ async def test_client_pings_and_keeps_the_connection(broker, topic):
     async with mp.Client(broker.url, operation_timeout_seconds=10, keep_alive_interval_seconds=0.2) as c:
         consumer = await c.subscribe(topic, "sub")
         cnx = consumer._impls[0].cnx
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.0)  # not synchronisation: an idle period of five keep-alive intervals is under test
         assert consumer._impls[0].cnx is cnx and not cnx.closed
 
 
@@ -105,8 +106,8 @@ async def test_broker_closing_handles_makes_them_come_back(broker, topic):
 
         def close_both():
             [connection] = list(broker.broker.connections)
-            connection.close_producer_by_broker(connection.producers[impl.producer_id])
-            connection.close_consumer_by_broker(connection.consumers[consumer._impls[0].consumer_id])
+            connection.producers[impl.producer_id].disconnect()
+            connection.consumers[consumer._impls[0].consumer_id].disconnect()
 
         broker.run(close_both)
         message_id = await producer.send(b"after close")
@@ -123,10 +124,7 @@ async def test_keepalive_detects_a_hung_broker(broker_process):
         cnx = producer._impls[0].cnx
         broker.proc.send_signal(signal.SIGSTOP)  # socket open, nobody answering
         try:
-            for _ in range(50):
-                if cnx.closed:
-                    break
-                await asyncio.sleep(0.1)
+            await wait_for_async(lambda: cnx.closed, "the unanswered PING to close the connection", timeout=5)
             assert cnx.closed, "the unanswered PING closed the connection"
         finally:
             broker.proc.send_signal(signal.SIGCONT)

@@ -2,14 +2,14 @@
 redirect handling."""
 import pytest
 
-import client as mp
-from client.connection import ClientConnection
-from client.consumer.message_queue import MessageQueue
-from client.consumer.partition_consumer import ConsumerConfig, PartitionConsumer
-from client.exceptions import LookupError
-from client.lookup import LookupService
-from proto import PulsarApi_pb2 as api
-from proto.frames import FrameDecoder
+from minipulsar import client as mp
+from minipulsar.client.connection import ClientConnection
+from minipulsar.client.consumer.message_queue import MessageQueue
+from minipulsar.client.consumer.partition_consumer import ConsumerConfig, PartitionConsumer
+from minipulsar.client.exceptions import LookupError
+from minipulsar.client.lookup import LookupService
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.frames import FrameDecoder
 
 
 class _Transport:

@@ -3,14 +3,14 @@ import asyncio
 
 import pytest
 
-from client.backoff import Backoff
-from client.connection_pool import parse_service_url
-from client.consumer.message_queue import MessageQueue
-from client.exceptions import InvalidTopicName, InvalidUrl, ProducerBusy, Timeout, TopicNotFound, from_server_error
-from client.options import ConsumerType, PartitionsRoutingMode
-from client.producer.router import Router
-from client.topic_name import normalize, partition_index, partition_name
-from proto import PulsarApi_pb2 as api
+from minipulsar.client.backoff import Backoff
+from minipulsar.client.connection_pool import parse_service_url
+from minipulsar.client.consumer.message_queue import MessageQueue
+from minipulsar.client.exceptions import InvalidTopicName, InvalidUrl, ProducerBusy, Timeout, TopicNotFound, from_server_error
+from minipulsar.client.options import ConsumerType, PartitionsRoutingMode
+from minipulsar.client.producer.router import Router
+from minipulsar.client.topic_name import normalize, partition_index, partition_name
+from minipulsar.proto import PulsarApi_pb2 as api
 
 
 def test_topic_names():
@@ -87,7 +87,8 @@ async def test_message_queue_fifo_timeout_and_owner_removal():
     with pytest.raises(Timeout):
         await queue.get(0.01)
     waiter = asyncio.create_task(queue.get(1))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one turn of the loop, no time: the task runs until it blocks in get()
+    assert not waiter.done()
     queue.put(_Msg(a, 1))
     assert (await waiter).n == 1 and a.taken == 1
     for i in range(4):

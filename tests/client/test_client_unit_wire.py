@@ -1,19 +1,20 @@
-"""Unit tests (no sockets) of the client's wire pieces against the official client and Pulsar facts."""
+"""Unit tests (no sockets) of the client's wire pieces against the official client and Apache
+Pulsar's binary protocol."""
 import struct
 
 import pulsar
 import pytest
 
-from client import codec
-from client.consumer.acks import AckGroupingTracker, BatchAcker, ack_set_words, acked_indexes
-from client.consumer.payload import CorruptEntry, decode_entry, split_batch
-from client.hashing import boost_hash, partition_for_key
-from client.message_id import MessageId
-from client.options import CompressionType, ConsumerKeySharedPolicy, KeySharedMode
-from client.producer.batch import PendingMessage, build_batch, build_single
-from client.exceptions import InvalidConfiguration
-from proto import PulsarApi_pb2 as api
-from proto.frames import FrameDecoder
+from minipulsar.client import codec
+from minipulsar.client.consumer.acks import AckGroupingTracker, BatchAcker, ack_set_words, acked_indexes
+from minipulsar.client.consumer.payload import CorruptEntry, decode_entry, split_batch
+from minipulsar.client.hashing import boost_hash, partition_for_key
+from minipulsar.client.message_id import MessageId
+from minipulsar.client.options import CompressionType, ConsumerKeySharedPolicy, KeySharedMode
+from minipulsar.client.producer.batch import PendingMessage, build_batch, build_single
+from minipulsar.client.exceptions import InvalidConfiguration
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.frames import FrameDecoder
 
 IDS = [(-1, 5, 7, -1), (2, 5, 7, 3), (0, 0, 0, -1), (11, 1 << 40, 123456, 999), (-1, 3, 4, 0)]
 

@@ -4,14 +4,13 @@ see which markers it stored."""
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import pulsar
 
-from broker.entry_info import entry_info
-from broker.topic_name import TopicName
-from storage import ManagedLedgerConfig, ManagedLedgerFactory
+from minipulsar.broker.entry_info import entry_info
+from minipulsar.broker.topic_name import TopicName
+from minipulsar.storage import ManagedLedgerConfig, ManagedLedgerFactory
 from tests.conftest import free_port
 
 NAMES = ("a", "b", "c")
@@ -64,14 +63,26 @@ def receive_all(consumer, idle_ms: int = 3000, limit: int = 100_000, ack: bool =
     return out
 
 
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout} s")
+def pending(c: pulsar.Client, topic: str, subscription: str, idle_ms: int = 1000, **subscribe_kwargs) -> int:
+    """How many messages `subscription` would deliver now: a consumer receives them without
+    acknowledging (so the cursor does not move) until none arrives for idle_ms, then closes. Marker
+    entries never reach consumers, so unlike msgBacklog this counts messages only."""
+    consumer = c.subscribe(topic, subscription, **subscribe_kwargs)
+    try:
+        return len(receive_all(consumer, idle_ms=idle_ms, ack=False))
+    finally:
+        consumer.close()
+
+
+def replicated_everything(c: pulsar.Client, topic: str, count: int) -> None:
+    """Wait until `count` messages of topic are readable in the cluster c is connected to (a
+    non-durable reader from the earliest; it leaves no subscription behind)."""
+    reader = c.create_reader(topic, pulsar.MessageId.earliest)
+    try:
+        for _ in range(count):
+            reader.read_next(30_000)
+    finally:
+        reader.close()
 
 
 def stored_markers(data_dir: Path, topic: str) -> list[tuple[tuple[int, int], int, str]]:

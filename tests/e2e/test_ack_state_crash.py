@@ -15,8 +15,8 @@ import time
 
 import pulsar
 
-from broker.topic_name import TopicName
-from storage import ManagedLedgerConfig, ManagedLedgerFactory, Position
+from minipulsar.broker.topic_name import TopicName
+from minipulsar.storage import ManagedLedgerConfig, ManagedLedgerFactory, Position
 
 TOPIC = "persistent://public/default/pause-crash"
 ROUNDS = 2
@@ -37,7 +37,7 @@ def consume_with_holes(url: str, stop: threading.Event, acked: set, received: se
             mid = msg.message_id()
             position = (mid.ledger_id(), mid.entry_id())
             received.add(position)
-            time.sleep(PROCESSING_SECONDS)
+            time.sleep(PROCESSING_SECONDS)  # not synchronisation: the consumer's processing time (load shape)
             if int(msg.data()) % 3:
                 consumer.acknowledge(msg)
                 acked.add(position)
@@ -75,7 +75,7 @@ def crash_round(broker_process, tmp_path, enabled: bool, seed: int) -> tuple[int
     stop, acked, received = threading.Event(), set(), set()
     worker = threading.Thread(target=consume_with_holes, args=(proc.url, stop, acked, received), daemon=True)
     worker.start()
-    time.sleep(random.Random(seed).uniform(3.0, 5.0))
+    time.sleep(random.Random(seed).uniform(3.0, 5.0))  # not synchronisation: the random crash point under test
     proc.proc.send_signal(signal.SIGKILL)
     proc.proc.wait()
     stop.set()

@@ -8,7 +8,7 @@ import time
 
 import pulsar
 
-from broker.replication.markers import SNAPSHOT, SNAPSHOT_REQUEST, SNAPSHOT_RESPONSE, UPDATE
+from minipulsar.broker.replication.markers import SNAPSHOT, SNAPSHOT_REQUEST, SNAPSHOT_RESPONSE, UPDATE
 from tests.e2e.geo import client, receive_all, restart, start_clusters, stored_markers
 
 SUB_TYPES = {
@@ -25,7 +25,7 @@ def _paced(producer, prefix: str, count: int, rate: int = 100) -> list[bytes]:
         payload = f"{prefix}-{i}".encode()
         producer.send_async(payload, None, partition_key=f"k{i % 7}")
         sent.append(payload)
-        time.sleep(1 / rate)
+        time.sleep(1 / rate)  # pacing, not synchronisation: data keeps flowing across several snapshot rounds
     producer.flush()
     return sent
 
@@ -80,7 +80,8 @@ def test_no_markers_when_idle_or_without_replicated_subscriptions(broker_process
     ca.subscribe(plain, "p")  # not replicated (the official client sends false)
     _paced(ca.create_producer(replicated), "r", 100)
     _paced(ca.create_producer(plain), "p", 100)
-    time.sleep(1.5)  # the last snapshot completes
+    # Kept, no state shows it: quiescence (last snapshot round ends, its markers replicate); processes expose no stats.
+    time.sleep(1.5)
     ca.close()
     for proc in procs.values():
         assert proc.stop(signal.SIGTERM) == 0
@@ -93,7 +94,7 @@ def test_no_markers_when_idle_or_without_replicated_subscriptions(broker_process
     procs = {n: restart(broker_process, p) for n, p in procs.items()}
     ca = client(procs["a"])
     ca.subscribe(replicated, "r", replicate_subscription_state_enabled=True).close()
-    time.sleep(2.0)
+    time.sleep(2.0)  # not synchronisation: the idle period is the thing under test (no marker while idle)
     ca.close()
     for proc in procs.values():
         assert proc.stop(signal.SIGTERM) == 0

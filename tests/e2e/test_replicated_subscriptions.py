@@ -8,7 +8,7 @@ import time
 
 import pulsar
 
-from tests.e2e.geo import client, receive_all, start_clusters
+from tests.e2e.geo import client, receive_all, replicated_everything, start_clusters
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ def _produce_paced(producer, count: int) -> list[bytes]:
         sent.append(payload)
         delay = start + (i + 1) / RATE - time.monotonic()
         if delay > 0:
-            time.sleep(delay)
+            time.sleep(delay)  # pacing at RATE, not synchronisation: the duplicate bound is in its terms
     producer.flush()
     return sent
 
@@ -52,10 +52,13 @@ def _failover(procs, target: str, total: int = 400, acked: int = 200) -> int:
             consumer_a.acknowledge(msg)
         delay = start + (i + 1) / RATE - time.monotonic()
         if delay > 0:
-            time.sleep(delay)
+            time.sleep(delay)  # pacing at RATE, not synchronisation: the duplicate bound is in its terms
     producer.flush()
     assert received == list(range(acked))
-    time.sleep(2.5 * SNAPSHOT_MILLIS / 1000)  # the last snapshot completes, its update travels
+    # The last update marker is written when the last ack passes a completed snapshot, about
+    # (total - acked) / RATE seconds before the last message; markers travel in order with the data,
+    # so once the target holds every message it has had the update too.
+    replicated_everything(clients[target], topic, total)
     consumer_a.close()
 
     consumer_t = clients[target].subscribe(topic, "orders", consumer_type=pulsar.ConsumerType.Failover,
@@ -95,6 +98,7 @@ def test_without_replicated_state_the_remote_subscription_starts_over(broker_pro
     producer = ca.create_producer(topic)
     _produce_paced(producer, 150)
     assert len(receive_all(consumer_a, idle_ms=1500)) == 150
+    # Not synchronisation: a negative check, time for a wrongly sent update to arrive (no event marks "none was sent").
     time.sleep(2)
     consumer_b = cb.subscribe(topic, "plain", initial_position=pulsar.InitialPosition.Earliest)
     assert [int(m.data()) for m in receive_all(consumer_b, idle_ms=2000)] == list(range(150))

@@ -9,7 +9,8 @@ import time
 
 import pulsar
 
-from tests.e2e.geo import client, receive_all, restart, start_clusters
+from tests.e2e.geo import client, pending, receive_all, restart, start_clusters
+from tests.integration.helpers import wait_for
 
 log = logging.getLogger(__name__)
 
@@ -34,15 +35,16 @@ def test_kill_9_mid_snapshot_then_replication_and_snapshots_resume(broker_proces
             except pulsar.PulsarException as exc:  # a send lost in the crash: not confirmed
                 log.info("send %d failed: %s", i, exc)
             i += 1
-            time.sleep(0.005)
+            time.sleep(0.005)  # pacing, not synchronisation: a steady stream for the snapshots to run in
 
     thread = threading.Thread(target=produce)
     thread.start()
-    time.sleep(1.5)  # snapshots every 200 ms while data flows: one is almost always in flight
+    # snapshots every 200 ms while data flows: after 200 sends (about a second) one is almost always in flight
+    wait_for(lambda: len(confirmed) >= 200, "200 confirmed sends before the kill", timeout=60)
     procs["a"].stop(signal.SIGKILL)
     before_crash = len(confirmed)
     procs["a"] = restart(broker_process, procs["a"])
-    time.sleep(2.0)
+    wait_for(lambda: len(confirmed) > before_crash + 200, "the producer to resume after the restart", timeout=60)
     stop.set()
     thread.join(60)
     assert len(confirmed) > before_crash + 50, "the producer did not resume after the restart"
@@ -68,7 +70,9 @@ def test_kill_9_mid_snapshot_then_replication_and_snapshots_resume(broker_proces
     assert len(tail) == 100
     acked = receive_all(consumer_a, idle_ms=2000)
     assert len(acked) >= len(confirmed) + 100
-    time.sleep(1.5)
+    wait_for(lambda: pending(cb, topic, "orders", initial_position=pulsar.InitialPosition.Earliest,
+                             replicate_subscription_state_enabled=True) < 100,
+             "a snapshot past a's acks to complete and its update to move b's subscription", timeout=60)
     consumer_a.close()
     consumer_b2 = cb.subscribe(topic, "orders", initial_position=pulsar.InitialPosition.Earliest,
                                replicate_subscription_state_enabled=True)

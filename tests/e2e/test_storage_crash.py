@@ -19,7 +19,8 @@ import time
 
 import pytest
 
-from storage import ManagedLedgerConfig, ManagedLedgerFactory, Position
+from minipulsar.storage import ManagedLedgerConfig, ManagedLedgerFactory, Position
+from tests.integration.helpers import wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROUNDS = 20
@@ -28,7 +29,7 @@ CONFIG = dict(max_entries_per_ledger=200, mark_delete_rate_limit=20.0)
 CHILD = r"""
 import asyncio, os, random, sys
 sys.path.insert(0, sys.argv[4])
-from storage import ManagedLedgerConfig, ManagedLedgerFactory
+from minipulsar.storage import ManagedLedgerConfig, ManagedLedgerFactory
 
 async def main():
     data_dir, seed, log_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -54,7 +55,7 @@ async def main():
 
     async def ack():
         while True:
-            await asyncio.sleep(rnd.uniform(0.001, 0.01))
+            await asyncio.sleep(rnd.uniform(0.001, 0.01))  # pacing of the child's acks, not synchronisation
             if len(resolved) < 10:
                 continue
             if rnd.random() < 0.2:
@@ -85,13 +86,13 @@ def parse_log(path):
 
 def run_child_and_kill(data_dir, seed, log_path, rnd):
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(data_dir), str(seed), str(log_path), ROOT])
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:  # wait until it is appending, then kill at a random moment
-        if os.path.exists(log_path) and os.path.getsize(log_path) > 200:
-            break
+    def appending() -> bool:
         assert proc.poll() is None, "child died on its own"
-        time.sleep(0.01)
-    time.sleep(rnd.uniform(0.0, 0.4))
+        return os.path.exists(log_path) and os.path.getsize(log_path) > 200
+
+    # wait until it is appending, then kill at a random moment
+    wait_for(appending, "the child to log its first appends", timeout=15, interval=0.01)
+    time.sleep(rnd.uniform(0.0, 0.4))  # not synchronisation: the random crash point is the thing under test
     proc.send_signal(signal.SIGKILL)
     proc.wait()
 

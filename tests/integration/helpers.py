@@ -1,15 +1,19 @@
-"""Helpers the integration tests share: draining a consumer, waiting for a condition, and a bare
-socket that speaks frames (to send what no real client would)."""
+"""Helpers every test folder shares (import them as ``tests.integration.helpers``): draining a
+consumer, waiting for a condition, a wall-clock cut between two publishes, a bare socket that speaks
+frames (to send what no real client would) and a probe of a subscription's backlog in a broker that
+runs as a process."""
 from __future__ import annotations
 
+import asyncio
 import collections
+import inspect
 import socket
 import time
 
 import pulsar
 
-from proto import PulsarApi_pb2 as api
-from proto.frames import FrameDecoder, encode_command, encode_payload_command
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.frames import FrameDecoder, encode_command, encode_payload_command
 
 
 def drain(consumer, timeout_ms: int = 300, ack: bool = False) -> list:
@@ -26,13 +30,54 @@ def drain(consumer, timeout_ms: int = 300, ack: bool = False) -> list:
             consumer.acknowledge(message)
 
 
-def wait_for(predicate, timeout=20.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
+def _describe(predicate) -> str:
+    try:
+        return inspect.getsource(predicate).strip()
+    except (OSError, TypeError):
+        return repr(predicate)
+
+
+def _check(predicate, what: str | None, timeout: float, deadline: float):
+    """predicate()'s value; past the deadline a falsy value raises AssertionError naming what was
+    awaited (what, else the predicate's source) and the last value seen."""
+    value = predicate()
+    if not value and time.monotonic() >= deadline:
+        raise AssertionError(f"timed out after {timeout} s waiting for {what or _describe(predicate)}"
+                             f" (last value: {value!r})")
+    return value
+
+
+def wait_for(predicate, what: str | None = None, timeout: float = 20.0, interval: float = 0.05):
+    """Poll predicate() until it returns something truthy, and return that value; AssertionError
+    after timeout seconds. Exceptions from predicate propagate: a broken probe is not a wait."""
+    deadline = time.monotonic() + timeout
+    while not (value := _check(predicate, what, timeout, deadline)):
+        time.sleep(interval)  # the poll interval of this deadline-bounded wait
+    return value
+
+
+async def wait_for_async(predicate, what: str | None = None, timeout: float = 20.0, interval: float = 0.05):
+    """wait_for for tests on an event loop: polls without blocking the loop (the bundled client
+    runs on it), same semantics."""
+    deadline = time.monotonic() + timeout
+    while not (value := _check(predicate, what, timeout, deadline)):
+        await asyncio.sleep(interval)  # the poll interval of this deadline-bounded wait
+    return value
+
+
+def now_ms() -> int:
+    """The wall clock in milliseconds since the epoch, the unit of Pulsar's publish_time."""
+    return time.time_ns() // 1_000_000
+
+
+def publish_time_cut() -> int:
+    """A millisecond strictly after every publish made before the call and strictly before every
+    publish made after it returns, for seeks by publish time (Pulsar's resetCursor(timestamp)):
+    waits for the wall clock to tick past now, takes that millisecond, waits for it to pass."""
+    before = now_ms()
+    cut = wait_for(lambda: (t := now_ms()) > before and t, f"the wall clock to pass {before} ms", interval=0.001)
+    wait_for(lambda: now_ms() > cut, f"the wall clock to pass {cut} ms", interval=0.001)
+    return cut
 
 
 class RawConnection:
@@ -75,3 +120,31 @@ class RawConnection:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def subscription_backlog(url: str, topic: str, subscription: str,
+                         sub_type: int = api.CommandSubscribe.Shared) -> int:
+    """msgBacklog of an existing subscription in a broker that runs as a process (whose stats the
+    test cannot read in-process), from CONSUMER_STATS_RESPONSE: a probe consumer joins with no
+    permits (no FLOW, so it is sent nothing and acknowledges nothing), asks, and leaves."""
+    probe = RawConnection(url)
+    try:
+        probe.sock.settimeout(10)
+        assert probe.connect().type == api.BaseCommand.CONNECTED
+        probe.send(api.BaseCommand(type=api.BaseCommand.SUBSCRIBE, subscribe=api.CommandSubscribe(
+            topic=topic, subscription=subscription, subType=sub_type, consumer_id=1, request_id=1,
+            consumer_name="backlog-probe")))
+        reply = probe.receive()
+        assert reply.type == api.BaseCommand.SUCCESS, reply
+        probe.send(api.BaseCommand(type=api.BaseCommand.CONSUMER_STATS, consumerStats=api.CommandConsumerStats(
+            request_id=2, consumer_id=1)))
+        reply = probe.receive()
+        assert reply.type == api.BaseCommand.CONSUMER_STATS_RESPONSE and not reply.consumerStatsResponse.HasField(
+            "error_code"), reply
+        backlog = reply.consumerStatsResponse.msgBacklog
+        probe.send(api.BaseCommand(type=api.BaseCommand.CLOSE_CONSUMER, close_consumer=api.CommandCloseConsumer(
+            consumer_id=1, request_id=3)))
+        assert probe.receive().type == api.BaseCommand.SUCCESS
+        return backlog
+    finally:
+        probe.close()

@@ -5,8 +5,7 @@ as in Pulsar's own tests)."""
 import pulsar
 import pytest
 
-from tests.integration.helpers import wait_for
-from tests.integration.helpers import drain
+from tests.integration.helpers import drain, wait_for
 
 CAP = 50
 
@@ -29,7 +28,8 @@ def first_wave_with_holes(client, broker, topic, consumer_type):
     msgs = [consumer.receive(5000) for _ in range(200)]
     for m in msgs[::2]:
         consumer.acknowledge(m)  # every other one: 100 holes
-    assert wait_for(lambda: subscription_stats(broker, topic)["nonContiguousDeletedMessagesRangesAtLastPersist"] > CAP)
+    assert wait_for(lambda: subscription_stats(broker, topic)["nonContiguousDeletedMessagesRangesAtLastPersist"] > CAP,
+                    f"a cursor persist that records more than {CAP} ack holes")
     return consumer, producer, msgs[1::2]
 
 

@@ -4,8 +4,8 @@ import struct
 import pulsar
 import pytest
 
-from proto import PulsarApi_pb2 as api
-from proto.frames import build_headers_and_payload
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.frames import build_headers_and_payload
 from tests.integration.helpers import RawConnection
 
 Type = api.BaseCommand.Type

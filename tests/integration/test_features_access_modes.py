@@ -7,14 +7,24 @@ import time
 import pulsar
 import pytest
 
-from broker.topic_name import TopicName
+from minipulsar.broker.topic_name import TopicName
 from tests.conftest import BrokerThread
+from tests.integration.helpers import wait_for
 
 Mode = pulsar.ProducerAccessMode
 
 
 def _epoch(broker, topic: str):
     return broker.run(lambda: broker.broker.topics[str(TopicName.parse(topic))].access.epoch)
+
+
+def _waiting(broker, topic: str) -> int:
+    """How many producers wait for exclusive access to topic (Pulsar's WaitForExclusive queue)."""
+    return broker.run(lambda: len(broker.broker.topics[str(TopicName.parse(topic))].access.waiting))
+
+
+def _producers(broker, topic: str) -> int:
+    return broker.run(lambda: len(broker.broker.topics[str(TopicName.parse(topic))].producers))
 
 
 def test_exclusive_refuses_other_producers(broker, client, topic):
@@ -45,7 +55,7 @@ def test_wait_for_exclusive_waits_for_the_holder(broker, client, topic):
 
     thread = threading.Thread(target=create_waiting, daemon=True)
     thread.start()
-    time.sleep(1.0)
+    wait_for(lambda: _waiting(broker, topic) == 1, "the WaitForExclusive producer to be queued")
     assert "producer" not in created  # queued: PRODUCER_SUCCESS with producer_ready=false only
     waiting = broker.run(lambda: len(broker.broker.topics[str(TopicName.parse(topic))].access.waiting))
     assert waiting == 1
@@ -66,11 +76,12 @@ def test_wait_for_exclusive_waits_for_shared_producers(broker, client, topic):
         target=lambda: created.setdefault("p", client.create_producer(topic, access_mode=Mode.WaitForExclusive)),
         daemon=True)
     thread.start()
-    time.sleep(0.5)
+    wait_for(lambda: _waiting(broker, topic) == 1, "the WaitForExclusive producer to be queued")
     with pytest.raises(pulsar.ProducerBusy):
         client.create_producer(topic)  # no new shared producer while an exclusive one waits
     shared[0].close()
-    time.sleep(0.5)
+    wait_for(lambda: _producers(broker, topic) == 1 and _waiting(broker, topic) == 1,
+             "the broker to drop the closed shared producer and keep the exclusive one waiting")
     assert "p" not in created  # one shared producer is still connected
     shared[1].close()
     thread.join(10)

@@ -8,12 +8,11 @@ and the official TableView work.
 """
 from __future__ import annotations
 
-import time
-
 import pulsar
 import pytest
 
-from tests.integration.helpers import drain
+from minipulsar.storage import Position
+from tests.integration.helpers import drain, wait_for
 
 
 def _batch_of_ten(client, topic):
@@ -38,7 +37,13 @@ def test_reconnecting_consumer_gets_only_unacked_indexes(broker_factory, topic, 
         assert len({(m.message_id().ledger_id(), m.message_id().entry_id()) for m in messages}) == 1  # one entry
         for message in messages[::2]:
             consumer.acknowledge(message)
-        time.sleep(0.5)  # the client groups acks for 100 ms
+        if enabled:  # the client groups acks for 100 ms: wait until the broker merged the five index acks
+            entry = Position(messages[0].message_id().ledger_id(), messages[0].message_id().entry_id())
+            wait_for(lambda: broker.run(lambda: broker.broker.topics[topic].subscriptions["sub"]
+                                        .batch_acks.unacked_count(entry, 10)) == 5,
+                     "the broker to record the index acks of m0, m2, ... m8")
+        # (disabled: the broker keeps nothing of index acks to wait on; close() below sends the
+        # grouped acks before CLOSE_CONSUMER and awaits the broker's answer)
         consumer.close()
         again = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared,
                                  batch_index_ack_enabled=True)
@@ -59,7 +64,8 @@ def test_batch_fully_acked_by_indexes_is_acknowledged(broker_factory, topic):
         _batch_of_ten(client, topic)
         for message in drain(consumer, 1000):
             consumer.acknowledge(message)
-        time.sleep(0.5)
+        wait_for(lambda: broker.subscription_stats(topic, "sub")["msgBacklog"] == 0,
+                 "the ten index acks to acknowledge the entry")
         stats = broker.run(lambda: broker.broker.stats()[topic]["subscriptions"]["sub"])
         assert stats["msgBacklog"] == 0
     finally:
@@ -78,11 +84,11 @@ def test_reader_and_has_message_available_on_empty_topic(client, topic):
     assert reader.has_message_available() is False
     assert latest.has_message_available() is True  # published after the reader was created
     reader.seek(pulsar.MessageId.earliest)
-    time.sleep(0.3)
+    wait_for(reader.is_connected, "the reader to reconnect after the seek")
     assert reader.has_message_available() is True
     assert reader.read_next(5000).data() == b"first"
     reader.seek(pulsar.MessageId.latest)
-    time.sleep(0.3)
+    wait_for(reader.is_connected, "the reader to reconnect after the seek")
     assert reader.has_message_available() is False
 
 
@@ -93,9 +99,8 @@ def test_table_view_on_empty_then_filled_topic(client, topic):
     producer.send(b"v1", partition_key="k1")
     producer.send(b"v2", partition_key="k1")
     producer.send(b"w1", partition_key="k2")
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and (view.get("k1") != b"v2" or view.get("k2") != b"w1"):
-        time.sleep(0.05)
+    wait_for(lambda: view.get("k1") == b"v2" and view.get("k2") == b"w1", "the table view to hold k1=v2, k2=w1",
+             timeout=5)
     assert view.get("k1") == b"v2" and view.get("k2") == b"w1"
     again = client.create_table_view(topic)  # a new view reads the existing keys at creation
     assert again.get("k1") == b"v2" and len(again) == 2

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 
 import pulsar
 import pytest
+
+from tests.integration.helpers import wait_for
 
 MAX_MESSAGE_SIZE = 1024 * 1024
 PAYLOAD_SIZE = 10 * 1024 * 1024
@@ -36,11 +37,9 @@ def test_ten_mib_chunked_message_arrives_whole(broker_factory, topic, consumer_t
         consumer.acknowledge(big)  # the client acknowledges every chunk's entry
         consumer.acknowledge(after)
         consumer.acknowledge(small_before)
-        deadline = time.monotonic() + 5
-        backlog = None
-        while time.monotonic() < deadline and backlog != 0:
-            time.sleep(0.1)
-            backlog = broker.run(lambda: broker.broker.stats()[topic]["subscriptions"]["sub"]["msgBacklog"])
+        wait_for(lambda: broker.subscription_stats(topic, "sub")["msgBacklog"] == 0,
+                 "the acks of every chunk to empty the backlog", timeout=5)
+        backlog = broker.run(lambda: broker.broker.stats()[topic]["subscriptions"]["sub"]["msgBacklog"])
         assert backlog == 0
         # Stored as chunks: more than one entry between the two small messages.
         entries = broker.run(lambda: broker.broker.topics[topic].ledger.number_of_entries)

@@ -7,6 +7,7 @@ producer where it stopped; both survive a broker process being killed and restar
 from __future__ import annotations
 
 import pulsar
+import pytest
 
 from tests.integration.helpers import drain
 
@@ -61,11 +62,8 @@ def test_deduplication_is_off_by_default(client, topic):
 
 def test_reserved_dedup_subscription_name_is_refused(client, topic):
     producer = client.create_producer(topic)
-    try:
-        client.subscribe(topic, "pulsar.dedup")
-        raise AssertionError("subscribing as pulsar.dedup must fail")
-    except pulsar.PulsarException:
-        pass
+    with pytest.raises(pulsar.PulsarException):
+        client.subscribe(topic, "pulsar.dedup")  # subscribing as pulsar.dedup must fail
     consumer = client.subscribe(topic, "ok")
     producer.send(b"still-works")
     assert consumer.receive(5000).data() == b"still-works"
@@ -74,8 +72,8 @@ def test_reserved_dedup_subscription_name_is_refused(client, topic):
 def test_replicated_messages_dedup_by_original_producer(broker_factory, topic):
     """A replicator's producer (pulsar.repl.*) is deduplicated by the producer name and sequence id
     inside each entry's metadata, as Pulsar's MessageDeduplication does."""
-    from proto import PulsarApi_pb2 as api
-    from proto.frames import build_headers_and_payload
+    from minipulsar.proto import PulsarApi_pb2 as api
+    from minipulsar.proto.frames import build_headers_and_payload
     from tests.integration.helpers import RawConnection
 
     Type = api.BaseCommand.Type

@@ -13,6 +13,7 @@ import pulsar
 import pytest
 
 from tests.conftest import BrokerThread
+from tests.integration.helpers import wait_for
 
 DELAY = 2.0
 SLACK = 3.0  # one tick (1 s) plus scheduling on a loaded machine
@@ -66,7 +67,8 @@ def test_delay_survives_restart(tmp_path, topic):
         consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared)
         deliver_at = time.time() + 3.0
         client.create_producer(topic).send(b"later", deliver_at=int(deliver_at * 1000))
-        time.sleep(0.3)
+        wait_for(lambda: broker.subscription_stats(topic, "sub")["msgDelayed"] == 1,
+                 "the dispatcher to hold the message in the delayed-delivery tracker")
         assert broker.run(lambda: broker.broker.stats()[topic]["subscriptions"]["sub"]["msgDelayed"]) == 1
         consumer.close()
         client.close()

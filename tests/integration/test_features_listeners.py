@@ -5,9 +5,9 @@ from __future__ import annotations
 import pulsar
 import pytest
 
-from broker.config import ConfigError, build_config
-from broker.listeners import AdvertisedListeners
-from proto import PulsarApi_pb2 as api
+from minipulsar.broker.config import ConfigError, build_config
+from minipulsar.broker.listeners import AdvertisedListeners
+from minipulsar.proto import PulsarApi_pb2 as api
 from tests.conftest import free_port
 from tests.integration.helpers import RawConnection
 

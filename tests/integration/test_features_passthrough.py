@@ -7,8 +7,8 @@ import collections
 
 import pulsar
 
-from proto import PulsarApi_pb2 as api
-from proto.frames import build_headers_and_payload
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.frames import build_headers_and_payload
 from tests.integration.helpers import RawConnection
 
 Type = api.BaseCommand.Type

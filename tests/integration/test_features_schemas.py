@@ -9,7 +9,7 @@ import pulsar
 import pytest
 from pulsar.schema import AvroSchema, Integer, Record, String, StringSchema
 
-from proto import PulsarApi_pb2 as api
+from minipulsar.proto import PulsarApi_pb2 as api
 from tests.conftest import BrokerThread
 from tests.integration.helpers import RawConnection
 

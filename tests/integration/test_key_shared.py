@@ -6,7 +6,8 @@ import time
 import pulsar
 import pytest
 
-from proto import PulsarApi_pb2 as api
+from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.storage import Position
 from tests.integration.helpers import RawConnection, wait_for
 
 KEYS = [f"key-{i}" for i in range(300)]
@@ -32,7 +33,7 @@ class Collector:
                 return
             self.got.append((msg.partition_key(), int(msg.data())))
             if self.delay:
-                time.sleep(self.delay)
+                time.sleep(self.delay)  # not synchronisation: a slow consumer's processing time (load shape)
             if self.ack:
                 self.consumer.acknowledge(msg)
 
@@ -61,7 +62,7 @@ def test_many_consumers_many_keys_in_order(client, topic, batching):
     for i in range(n):
         producer.send_async(str(i).encode(), None, partition_key=KEYS[i % len(KEYS)])
     producer.flush()
-    assert wait_for(lambda: sum(len(c.got) for c in collectors) >= n)
+    assert wait_for(lambda: sum(len(c.got) for c in collectors) >= n, f"the consumers to receive all {n} messages")
     for c in collectors:
         c.stop()
     assert sorted(v for c in collectors for _, v in c.got) == list(range(n))
@@ -74,7 +75,7 @@ def test_many_consumers_many_keys_in_order(client, topic, batching):
     assert all(c.got for c in collectors)
 
 
-def test_consumers_joining_leaving_and_never_acking(client, topic):
+def test_consumers_joining_leaving_and_never_acking(broker, client, topic):
     producer = client.create_producer(topic, batching_enabled=False, block_if_queue_full=True)
     first = [Collector(client.subscribe(topic, "ks", consumer_type=pulsar.ConsumerType.KeyShared,
                                         consumer_name=f"a{i}", receiver_queue_size=20), delay=0.001) for i in range(2)]
@@ -89,7 +90,16 @@ def test_consumers_joining_leaving_and_never_acking(client, topic):
         first.append(Collector(client.subscribe(topic, "ks", consumer_type=pulsar.ConsumerType.KeyShared,
                                                 consumer_name=f"late{len(first)}", receiver_queue_size=20)))
     producer.flush()
-    time.sleep(1.0)
+
+    def dispatch_settled():
+        """The dispatcher read every entry, the hoarder pulled all it was sent, and everything sent
+        to the others is acknowledged: what is left waits in the replay set for the late joiners."""
+        stats = broker.topic_stats(topic)
+        sub = stats["subscriptions"]["ks"]
+        read_all = Position.parse(sub["readPosition"]) > Position.parse(stats["lastConfirmedEntry"])
+        return read_all and hoarder.got and sub["unackedMessages"] == len(hoarder.got)
+
+    wait_for(dispatch_settled, "dispatch to settle with the hoarder holding its messages")
     hoarder.stop()
     hoarder_consumer.close()  # everything it held goes to the others, still in key order
     leaver = first.pop(0)
@@ -97,7 +107,8 @@ def test_consumers_joining_leaving_and_never_acking(client, topic):
     leaver.consumer.close()
     everyone = first + [leaver, hoarder]
     acked = lambda: {v for c in first + [leaver] for _, v in c.got}
-    assert wait_for(lambda: len(acked()) >= sent, timeout=30), f"{len(acked())} of {sent}"
+    assert wait_for(lambda: len(acked()) >= sent, f"all {sent} messages acknowledged", timeout=30), \
+        f"{len(acked())} of {sent}"
     for c in first:
         c.stop()
     assert acked() == set(range(sent))
@@ -116,7 +127,7 @@ def test_sticky_ranges_with_the_official_policy(client, topic):
         client.subscribe(topic, "sticky", consumer_type=pulsar.ConsumerType.KeyShared,
                          key_shared_policy=policy([(30000, 40000)]))
     producer = client.create_producer(topic)
-    from broker.sticky_key import murmur3_31, range_slot
+    from minipulsar.broker.sticky_key import murmur3_31, range_slot
     for i in range(100):
         producer.send(str(i).encode(), partition_key=KEYS[i])
     expected_low = {i for i in range(100) if range_slot(murmur3_31(KEYS[i].encode())) <= 32767}
@@ -130,9 +141,8 @@ def test_sticky_ranges_with_the_official_policy(client, topic):
     assert got_low == expected_low and got_high == set(range(100)) - expected_low
 
 
-def test_key_failover_over_the_raw_protocol(broker, topic):
+def test_key_failover_over_the_raw_protocol(broker, client, topic):
     """Official clients cannot ask for SubType 4; a bare connection can."""
-    client = pulsar.Client(broker.url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     producer = client.create_producer(topic)
     conns = []
     for consumer_id in (1, 2):
@@ -150,7 +160,7 @@ def test_key_failover_over_the_raw_protocol(broker, topic):
     stats = broker.run(lambda: broker.broker.topics[topic].subscriptions["kf"].stats())
     assert stats["type"] == "Key_Failover"
     assert sorted(c["keyHashRanges"] for c in stats["consumers"]) == [["[0, 32767]"], ["[32768, 65535]"]]
-    from broker.sticky_key import murmur3_31, range_slot
+    from minipulsar.broker.sticky_key import murmur3_31, range_slot
     received = {}
     for index, conn in enumerate(conns):
         conn.sock.settimeout(1)
@@ -170,4 +180,3 @@ def test_key_failover_over_the_raw_protocol(broker, topic):
         assert all((s <= 32767) == (index == 0) for s in slots)
     for conn in conns:
         conn.close()
-    client.close()

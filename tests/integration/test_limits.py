@@ -2,15 +2,13 @@
 import socket
 import subprocess
 import sys
-import time
 
 import pulsar
 import pytest
 
-from proto import PulsarApi_pb2 as api
+from minipulsar.proto import PulsarApi_pb2 as api
 from tests.conftest import ROOT
-from tests.integration.helpers import RawConnection
-from tests.integration.helpers import drain
+from tests.integration.helpers import RawConnection, drain, wait_for
 
 Type = api.BaseCommand.Type
 
@@ -34,7 +32,11 @@ def test_a_consumer_that_stops_reading_is_bounded_and_blocks_nobody(broker_facto
         request_id=1, initialPosition=api.CommandSubscribe.Earliest)))
     assert stuck.receive().type == Type.SUCCESS
     stuck.send(api.BaseCommand(type=Type.FLOW, flow=api.CommandFlow(consumer_id=1, messagePermits=1_000_000)))
-    time.sleep(1.0)  # the broker writes until the socket backs up, then stops
+
+    def backed_up():
+        return broker.run(lambda: [not c.is_writable() for c in broker.broker.connections if 1 in c.consumers] == [True])
+
+    wait_for(backed_up, "the broker to write to the stuck consumer until its socket backs up")  # then it stops
 
     def buffered():
         return [c.transport.get_write_buffer_size() for c in broker.broker.connections if 1 in c.consumers]
@@ -111,7 +113,7 @@ def test_startup_line_and_data_dir_lock(broker_process):
     log = first.log_path.read_text()
     assert f"listening on 127.0.0.1:{first.port}" in log and str(first.data_dir) in log
     second = subprocess.run(
-        [sys.executable, "-m", "broker", "broker", "--data-dir", str(first.data_dir), "--broker-service-port", "0"],
+        [sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(first.data_dir), "--broker-service-port", "0"],
         cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert second.returncode != 0
     assert "lock" in second.stderr.lower() and str(first.data_dir) in second.stderr

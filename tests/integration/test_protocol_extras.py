@@ -5,7 +5,7 @@ import uuid
 
 import pulsar
 
-from proto import PulsarApi_pb2 as api
+from minipulsar.proto import PulsarApi_pb2 as api
 from tests.integration.helpers import RawConnection
 from tests.integration.helpers import drain
 

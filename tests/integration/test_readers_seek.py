@@ -1,18 +1,14 @@
 """Readers, seek by message id and by publish time, get_last_message_id."""
-import time
-
 import pulsar
 
-from tests.integration.helpers import drain
+from tests.integration.helpers import drain, publish_time_cut, wait_for
 
 
-def produce(client, topic, n, pause=0.0):
+def produce(client, topic, n):
     producer = client.create_producer(topic)
     ids = []
     for i in range(n):
         ids.append(producer.send(str(i).encode()))
-        if pause:
-            time.sleep(pause)
     return producer, ids
 
 
@@ -56,7 +52,8 @@ def test_readers_leave_no_subscription_behind(client, topic, broker):
     reader = client.create_reader(topic, pulsar.MessageId.earliest)
     assert read_all(reader) == [0]
     reader.close()
-    time.sleep(0.2)
+    wait_for(lambda: broker.run(lambda: not broker.broker.topics[topic].subscriptions),
+             "the reader's non-durable subscription to go")
     assert broker.run(lambda: broker.broker.topics[topic].subscriptions) == {}
 
 
@@ -72,21 +69,19 @@ def test_seek_by_message_id(client, topic, broker):
     assert [int(m.data()) for m in drain(consumer, 2000)] == list(range(4, 10))
 
 
-def test_seek_to_earliest_on_a_subscription(client, topic):
+def test_seek_to_earliest_on_a_subscription(broker, client, topic):
     produce(client, topic, 3)
     consumer = client.subscribe(topic, "sub", initial_position=pulsar.InitialPosition.Earliest)
     for m in drain(consumer):
         consumer.acknowledge(m)
-    time.sleep(0.3)
+    wait_for(lambda: broker.subscription_stats(topic, "sub")["msgBacklog"] == 0, "the acks to reach the broker")
     consumer.seek(pulsar.MessageId.earliest)
     assert [int(m.data()) for m in drain(consumer, 2000)] == [0, 1, 2]
 
 
 def test_seek_by_publish_time(client, topic):
     producer, ids = produce(client, topic, 3)
-    time.sleep(0.05)
-    middle = int(time.time() * 1000)
-    time.sleep(0.05)
+    middle = publish_time_cut()
     for i in range(3, 6):
         producer.send(str(i).encode())
     consumer = client.subscribe(topic, "sub", initial_position=pulsar.InitialPosition.Earliest)
@@ -115,9 +110,7 @@ def test_get_last_message_id_points_at_the_last_batch_index(client, topic):
 
 def test_reader_seek_by_time_and_by_id(client, topic, broker):
     producer, ids = produce(client, topic, 3)
-    time.sleep(0.05)
-    middle = int(time.time() * 1000)
-    time.sleep(0.05)
+    middle = publish_time_cut()
     for i in range(3, 6):
         producer.send(str(i).encode())
     reader = client.create_reader(topic, pulsar.MessageId.earliest)

@@ -4,7 +4,7 @@ import time
 
 import pulsar
 
-from tests.integration.helpers import drain
+from tests.integration.helpers import drain, subscription_backlog, wait_for
 
 
 def test_restart_resumes_from_the_persisted_cursor(broker_process):
@@ -18,7 +18,8 @@ def test_restart_resumes_from_the_persisted_cursor(broker_process):
     got = [consumer.receive(5000) for _ in range(20)]
     for m in got[:12]:
         consumer.acknowledge(m)
-    time.sleep(0.5)  # acks are grouped for 100 ms by the client
+    # the client groups acks for 100 ms: wait until the broker has applied them
+    wait_for(lambda: subscription_backlog(proc.url, topic, "sub") == 8, "the 12 acks to reach the broker")
     client.close()
     assert proc.stop(signal.SIGTERM) == 0  # clean shutdown persists the cursor
 
@@ -41,6 +42,7 @@ def test_clients_reconnect_across_a_restart(broker_process):
     consumer = client.subscribe(topic, "sub")
     producer.send(b"before")
     consumer.acknowledge(consumer.receive(5000))
+    # Kept, no state shows it: the grouped ack must reach the broker process before SIGTERM (Exclusive: no probe).
     time.sleep(0.3)
     proc.stop(signal.SIGTERM)
     broker_process(data_dir=proc.data_dir, port=proc.port)

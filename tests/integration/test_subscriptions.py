@@ -4,7 +4,13 @@ import time
 import pulsar
 import pytest
 
-from tests.integration.helpers import drain
+from tests.integration.helpers import drain, wait_for
+
+
+def backlog_is(broker, topic, subscription, expected):
+    """A wait_for predicate: the subscription's msgBacklog is `expected` (the acks, which the
+    official client groups for 100 ms, reached the broker)."""
+    return lambda: broker.subscription_stats(topic, subscription)["msgBacklog"] == expected
 
 
 def test_shared_spreads_messages_over_two_consumers(client, topic):
@@ -36,7 +42,7 @@ def test_exclusive_rejects_a_second_consumer_and_keeps_the_connection(client, to
     assert c1.receive(5000).data() == b"after-busy"
 
 
-def test_failover_takeover_redelivers_unacked(client, topic):
+def test_failover_takeover_redelivers_unacked(broker, client, topic):
     producer = client.create_producer(topic)
     c1 = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Failover, consumer_name="a")
     c2 = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Failover, consumer_name="b")
@@ -48,7 +54,7 @@ def test_failover_takeover_redelivers_unacked(client, topic):
         c1.acknowledge(m)
     with pytest.raises(pulsar.Timeout):
         c2.receive(300)  # the standby gets nothing while the active consumer lives
-    time.sleep(0.3)  # let the acks (grouped for 100 ms) reach the broker
+    wait_for(backlog_is(broker, topic, "sub", 5), "the acks of 0..4 to reach the broker")
     c1.close()
     taken_over = [int(c2.receive(5000).data()) for _ in range(5)]
     assert taken_over == [5, 6, 7, 8, 9]
@@ -69,14 +75,14 @@ def test_negative_ack_redelivers_with_a_redelivery_count(client, topic):
     consumer.acknowledge(again)
 
 
-def test_cumulative_ack_then_reconnect_gets_only_the_rest(client, topic):
+def test_cumulative_ack_then_reconnect_gets_only_the_rest(broker, client, topic):
     producer = client.create_producer(topic)
     consumer = client.subscribe(topic, "sub")
     for i in range(10):
         producer.send(str(i).encode())
     msgs = [consumer.receive(5000) for _ in range(10)]
     consumer.acknowledge_cumulative(msgs[6])
-    time.sleep(0.3)
+    wait_for(backlog_is(broker, topic, "sub", 3), "the cumulative ack to reach the broker")
     consumer.close()
     consumer = client.subscribe(topic, "sub")
     assert [int(m.data()) for m in drain(consumer)] == [7, 8, 9]
@@ -116,14 +122,14 @@ def test_earliest_and_latest_initial_positions(client, topic):
     assert [m.data() for m in drain(earliest)] == [b"old", b"new"]
 
 
-def test_redeliver_unacknowledged_on_exclusive(client, topic):
+def test_redeliver_unacknowledged_on_exclusive(broker, client, topic):
     producer = client.create_producer(topic)
     consumer = client.subscribe(topic, "sub")
     for i in range(5):
         producer.send(str(i).encode())
     first = [consumer.receive(5000) for _ in range(5)]
     consumer.acknowledge(first[0])
-    time.sleep(0.3)
+    wait_for(backlog_is(broker, topic, "sub", 4), "the ack of 0 to reach the broker")
     consumer.redeliver_unacknowledged_messages()
     again = [int(m.data()) for m in drain(consumer, 1000)]
     assert again == [1, 2, 3, 4]

@@ -1,19 +1,18 @@
-"""Fixtures of the Spark tests: one SparkSession (local[2]) for the whole session, unique topic
-names, and the official client (the oracle). Brokers come from tests/conftest.py."""
+"""Fixtures of the Spark tests: one SparkSession (local[2]) for the whole session. Brokers, unique
+topic names and the official client (`official`, the oracle) come from tests/conftest.py.
+
+pyspark is not optional here: the README's test command installs the `spark` extra, so a missing
+pyspark fails these tests (when the session starts) instead of skipping them."""
 from __future__ import annotations
 
 import logging
-import uuid
 
 import pytest
-
-pulsar = pytest.importorskip("pulsar")
-pytest.importorskip("pyspark")
 
 
 @pytest.fixture(scope="session")
 def spark():
-    from pipeline.session import local_session
+    from minipulsar.pipeline.session import local_session
 
     session = local_session("minipulsar-tests", "local[2]",
                             **{"spark.sql.streaming.minBatchesToRetain": "10",
@@ -22,23 +21,3 @@ def spark():
     logging.getLogger("py4j").setLevel(logging.WARNING)
     yield session
     session.stop()
-
-
-@pytest.fixture
-def topic() -> str:
-    return f"persistent://public/default/s-{uuid.uuid4().hex[:12]}"
-
-
-@pytest.fixture
-def official(broker):
-    c = pulsar.Client(broker.url, operation_timeout_seconds=10, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-    yield c
-    c.close()
-
-
-def source(spark, url: str, **options):
-    """spark.read.format('pulsar') with service.url and options (keyword names with dots as __)."""
-    reader = spark.read.format("pulsar").option("service.url", url)
-    for name, value in options.items():
-        reader = reader.option(name.replace("__", "."), str(value))
-    return reader.load()

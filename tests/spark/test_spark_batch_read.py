@@ -8,7 +8,8 @@ import time
 import pulsar
 import pytest
 
-from conftest import source
+from tests.spark.helpers import source
+from tests.integration.helpers import publish_time_cut
 
 
 def _produce(official, topic, start, n, batching, **send_kwargs):
@@ -53,9 +54,7 @@ def test_read_between_two_message_ids(spark, broker, official, topic):
 
 def test_starting_time(spark, broker, official, topic):
     _produce(official, topic, 0, 5, batching=False)
-    time.sleep(0.05)
-    cut = int(time.time() * 1000)
-    time.sleep(0.05)
+    cut = publish_time_cut()
     _produce(official, topic, 5, 5, batching=False)
     rows = source(spark, broker.url, topic=topic, startingTime=cut).collect()
     assert [r.value for r in rows] == [f"m{i}".encode() for i in range(5, 10)]

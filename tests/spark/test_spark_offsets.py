@@ -6,11 +6,11 @@ import json
 import pulsar
 import pytest
 
-from pipeline.errors import PulsarOptionError
-from pipeline.offsets import (EARLIEST, Position, completes, is_after, is_within, may_hold_messages,
+from minipulsar.pipeline.errors import PulsarOptionError
+from minipulsar.pipeline.offsets import (EARLIEST, Position, completes, is_after, is_within, may_hold_messages,
                               offsets_from_json, offsets_to_json, parse_offsets_option)
-from pipeline.options import SourceOptions
-from pipeline.planning import _ledger_segments
+from minipulsar.pipeline.options import SourceOptions
+from minipulsar.pipeline.planning import _ledger_segments
 
 
 def test_entry_aware_bounds():

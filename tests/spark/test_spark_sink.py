@@ -6,7 +6,7 @@ import datetime as dt
 import pulsar
 import pytest
 
-from conftest import source
+from tests.spark.helpers import source
 
 
 def _consume_all(official, topic, n):

@@ -5,7 +5,9 @@ import threading
 import time
 
 import pulsar
+from pyspark.errors import AnalysisException
 
+from tests.integration.helpers import wait_for
 
 
 def _stream(spark, url, topic, **options):
@@ -16,15 +18,13 @@ def _stream(spark, url, topic, **options):
 
 
 def _wait_rows(path, spark, at_least, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def rows() -> int:
         try:
-            if spark.read.parquet(str(path)).count() >= at_least:
-                return
-        except Exception:  # noqa: BLE001 - no files yet
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"fewer than {at_least} rows in {path} after {timeout}s")
+            return spark.read.parquet(str(path)).count()
+        except AnalysisException:  # the sink has written no file yet
+            return 0
+
+    wait_for(lambda: rows() >= at_least, f"at least {at_least} rows in {path}", timeout=timeout, interval=0.5)
 
 
 def test_parquet_sink_restart_from_checkpoint_exactly_once(spark, broker, official, topic, tmp_path):
@@ -44,7 +44,7 @@ def test_parquet_sink_restart_from_checkpoint_exactly_once(spark, broker, offici
                 i += 1
             batched.flush()
             plain.flush()
-            time.sleep(0.05)
+            time.sleep(0.05)  # pacing, not synchronisation: the stream goes on while the query restarts
         batched.close()
         plain.close()
 
