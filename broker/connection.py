@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from minipulsar.broker.background import BackgroundTasks
 from minipulsar.broker.errors import BrokerError
 from minipulsar.broker.handlers import ROUTES
+from minipulsar.proto import BROKER_INITIATED_REQUEST_ID
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.proto.errors import FrameError
 from minipulsar.proto.frames import FRAME_PADDING, Frame, FrameDecoder, encode_command, encode_payload_command
@@ -41,6 +42,8 @@ _FIELD_BY_TYPE = {
 def command_body(command: api.BaseCommand) -> Any:
     """The sub-message of command matching its type (e.g. command.producer for PRODUCER)."""
     return getattr(command, _FIELD_BY_TYPE[command.type])
+
+
 _BODY_OPTIONAL = frozenset((Type.PING, Type.PONG))
 
 
@@ -66,7 +69,6 @@ class ServerConnection(asyncio.Protocol):
         self._tasks = BackgroundTasks(self, log)  # async handlers, cancelled with the connection
         self._last_received = time.monotonic()
         self._ping_outstanding = False
-        self._next_request_id = 0
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._high_water = config.connection_write_high_water_mark_bytes
@@ -214,11 +216,6 @@ class ServerConnection(asyncio.Protocol):
             self.send(api.BaseCommand(type=Type.ACTIVE_CONSUMER_CHANGE, active_consumer_change=api.CommandActiveConsumerChange(
                 consumer_id=consumer_id, is_active=active)))
 
-    def new_request_id(self) -> int:
-        """Request ids for commands the broker starts (CLOSE_CONSUMER / CLOSE_PRODUCER)."""
-        self._next_request_id += 1
-        return self._next_request_id
-
     # ---- producers and consumers -----------------------------------------------------------
     def remove_producer(self, producer_id: int) -> None:
         """Forget a producer and close it (it leaves its topic)."""
@@ -235,12 +232,12 @@ class ServerConnection(asyncio.Protocol):
     def close_consumer_by_broker(self, consumer_id: int) -> None:
         """Tell the client its consumer is closed (it will reconnect), then forget it."""
         self.send(api.BaseCommand(type=Type.CLOSE_CONSUMER, close_consumer=api.CommandCloseConsumer(
-            consumer_id=consumer_id, request_id=self.new_request_id())))
+            consumer_id=consumer_id, request_id=BROKER_INITIATED_REQUEST_ID)))
         self.remove_consumer(consumer_id)
 
     def close_producer_by_broker(self, producer_id: int) -> None:
         self.send(api.BaseCommand(type=Type.CLOSE_PRODUCER, close_producer=api.CommandCloseProducer(
-            producer_id=producer_id, request_id=self.new_request_id())))
+            producer_id=producer_id, request_id=BROKER_INITIATED_REQUEST_ID)))
         self.remove_producer(producer_id)
 
     # ---- publish back-pressure -------------------------------------------------------------

@@ -2,10 +2,13 @@
 pushed commands to producers and consumers, and PING/PONG keep-alive.
 
 Requests (anything with a request_id) wait for their answer with the operation timeout and raise
-Timeout, ConnectError (connection lost meanwhile) or the mapped server error. Pushed commands go to
-the handler registered for their producer_id / consumer_id: SEND_RECEIPT, SEND_ERROR,
-CLOSE_PRODUCER -> producer; MESSAGE, CLOSE_CONSUMER, ACTIVE_CONSUMER_CHANGE,
-REACHED_END_OF_TOPIC -> consumer. When the socket closes every registered handler is told, so it can
+Timeout, ConnectError (connection lost meanwhile) or the mapped server error. Matching is strict,
+as in clients that match every reply by its request id (pulsar-rs): a command carrying a pending
+request's id is that request's answer, and an answer of a kind the request cannot get (a CLOSE_*
+for a SEEK, say) fails it with UnknownError naming both. Pushed commands go to the handler
+registered for their producer_id / consumer_id: SEND_RECEIPT, SEND_ERROR, CLOSE_PRODUCER ->
+producer; MESSAGE, CLOSE_CONSUMER, ACTIVE_CONSUMER_CHANGE, REACHED_END_OF_TOPIC -> consumer. A
+broker's own CLOSE_* carries request id 2^64-1 (BROKER_INITIATED_REQUEST_ID), as Pulsar's do. When the socket closes every registered handler is told, so it can
 reconnect. Keep-alive: every keep_alive_interval seconds send PING; if the previous PING is still
 unanswered and nothing else arrived, close. Source: Pulsar's C++ ClientConnection (Java ClientCnx).
 """
@@ -16,7 +19,9 @@ import logging
 from typing import Callable, Protocol
 
 from minipulsar.client import __version__
-from minipulsar.client.exceptions import ConnectError, PulsarException, ReadError, Timeout, from_server_error
+from minipulsar.client.exceptions import (ConnectError, PulsarException, ReadError, Timeout, UnknownError,
+                                          from_server_error)
+from minipulsar.proto import BROKER_INITIATED_REQUEST_ID
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.proto.errors import FrameError
 from minipulsar.proto.frames import Frame, FrameDecoder, encode_command
@@ -40,6 +45,17 @@ _RESPONSES = {
     Type.GET_TOPICS_OF_NAMESPACE_RESPONSE: "getTopicsOfNamespaceResponse",
     Type.GET_SCHEMA_RESPONSE: "getSchemaResponse",
     Type.ACK_RESPONSE: "ackResponse",
+}
+# The answer each request can get besides ERROR (SUCCESS for the requests not listed).
+_ANSWER_OF = {
+    Type.PRODUCER: Type.PRODUCER_SUCCESS,
+    Type.PARTITIONED_METADATA: Type.PARTITIONED_METADATA_RESPONSE,
+    Type.LOOKUP: Type.LOOKUP_RESPONSE,
+    Type.GET_LAST_MESSAGE_ID: Type.GET_LAST_MESSAGE_ID_RESPONSE,
+    Type.CONSUMER_STATS: Type.CONSUMER_STATS_RESPONSE,
+    Type.GET_TOPICS_OF_NAMESPACE: Type.GET_TOPICS_OF_NAMESPACE_RESPONSE,
+    Type.GET_SCHEMA: Type.GET_SCHEMA_RESPONSE,
+    Type.ACK: Type.ACK_RESPONSE,
 }
 
 
@@ -82,7 +98,7 @@ class ClientConnection(asyncio.Protocol):
         self.closed = False
         self.producers: dict[int, ProducerListener] = {}
         self.consumers: dict[int, ConsumerListener] = {}
-        self._pending: dict[int, asyncio.Future] = {}
+        self._pending: dict[int, tuple[asyncio.Future, int]] = {}  # request id -> (answer, request type)
         self._connected: asyncio.Future | None = None
         self._ping_outstanding = False
         self._keepalive_task: asyncio.Task | None = None
@@ -163,10 +179,12 @@ class ClientConnection(asyncio.Protocol):
             if producer is not None:
                 producer.on_send_error(self, command.send_error)
         elif kind == Type.CLOSE_PRODUCER:
+            self._unexpected_answer(kind, command.close_producer.request_id)
             producer = self.producers.pop(command.close_producer.producer_id, None)
             if producer is not None:
                 producer.on_connection_closed(self)
         elif kind == Type.CLOSE_CONSUMER:
+            self._unexpected_answer(kind, command.close_consumer.request_id)
             consumer = self.consumers.pop(command.close_consumer.consumer_id, None)
             if consumer is not None:
                 consumer.on_connection_closed(self)
@@ -199,14 +217,27 @@ class ClientConnection(asyncio.Protocol):
         if kind == Type.ERROR and self._connected is not None and not self._connected.done():
             self._fail_connect(from_server_error(body.error, body.message))
             return
-        future = self._pending.pop(body.request_id, None)
-        if future is None or future.done():
+        pending = self._pending.pop(body.request_id, None)
+        if pending is None or pending[0].done():
             log.debug("%s: answer to unknown request %d (%s)", self, body.request_id, Type.Name(kind))
             return
+        future, request_kind = pending
         if kind == Type.ERROR:
             future.set_exception(from_server_error(body.error, body.message))
+        elif kind != _ANSWER_OF.get(request_kind, Type.SUCCESS):
+            future.set_exception(_unexpected(kind, request_kind, body.request_id))
         else:
             future.set_result(body)
+
+    def _unexpected_answer(self, kind: int, request_id: int) -> None:
+        """A broker's CLOSE_* that carries the id of a pending request is that request's (wrong)
+        answer; only BROKER_INITIATED_REQUEST_ID, Pulsar's -1, is nobody's."""
+        if request_id == BROKER_INITIATED_REQUEST_ID:
+            return
+        pending = self._pending.pop(request_id, None)
+        if pending is not None and not pending[0].done():
+            log.warning("%s: %s carries the id of pending request %d", self, Type.Name(kind), request_id)
+            pending[0].set_exception(_unexpected(kind, pending[1], request_id))
 
     def _on_auth_challenge(self) -> None:
         response = api.CommandAuthResponse(client_version=CLIENT_VERSION, protocol_version=PROTOCOL_VERSION)
@@ -232,7 +263,7 @@ class ClientConnection(asyncio.Protocol):
         if self.closed:
             raise ConnectError(f"{self} is closed")
         future = self._loop.create_future()
-        self._pending[request_id] = future
+        self._pending[request_id] = (future, command.type)
         self.send_command(command)
         try:
             async with asyncio.timeout(timeout or self.operation_timeout):
@@ -266,7 +297,7 @@ class ClientConnection(asyncio.Protocol):
         self._fail_connect(ConnectError(f"connection to {self.host}:{self.port} closed during handshake"))
         if self._keepalive_task is not None:
             self._keepalive_task.cancel()
-        for future in self._pending.values():
+        for future, _ in self._pending.values():
             if not future.done():
                 future.set_exception(ConnectError(f"connection to {self.logical_url} lost"))
         self._pending.clear()
@@ -285,3 +316,7 @@ class ClientConnection(asyncio.Protocol):
             self.transport.close()
         elif self.transport is None:
             self.connection_lost(None)
+
+
+def _unexpected(kind: int, request_kind: int, request_id: int) -> UnknownError:
+    return UnknownError(f"unexpected {Type.Name(kind)} in answer to {Type.Name(request_kind)} (request {request_id})")
