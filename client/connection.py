@@ -287,6 +287,9 @@ class ClientConnection(asyncio.Protocol):
     def _fail_connect(self, exc: Exception) -> None:
         if self._connected is not None and not self._connected.done():
             self._connected.set_exception(exc)
+            # Marked retrieved: when open() already gave up (connect refused, timed out) nobody
+            # awaits it, and asyncio would log "Future exception was never retrieved".
+            self._connected.exception()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._lost:
