@@ -165,7 +165,7 @@ def start_broker_process() -> tuple[subprocess.Popen, str]:
         port = sock.getsockname()[1]
     data = tempfile.mkdtemp(prefix="perf-")
     proc = subprocess.Popen([sys.executable, "-m", "minipulsar", "broker", "--data-dir", data, "--broker-service-port",
-                             str(port), "--bind-address", "127.0.0.1", "--log-level", "WARNING"],
+                             str(port), "--web-service-port", "0", "--bind-address", "127.0.0.1", "--log-level", "WARNING"],
                             cwd=Path(__file__).resolve().parent.parent)
     for _ in range(200):
         try:

@@ -39,7 +39,7 @@ def free_port() -> int:
 def start_broker(data_dir: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "minipulsar", "broker", "--data-dir", data_dir,
-                             "--broker-service-port", str(port), "--bind-address", "127.0.0.1"],
+                             "--broker-service-port", str(port), "--web-service-port", "0", "--bind-address", "127.0.0.1"],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(200):
         try:

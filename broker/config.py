@@ -21,6 +21,10 @@ class ConfigError(ValueError):
     """A configuration value is invalid; the message names the key."""
 
 
+SCHEMA_STRATEGIES = ("ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE", "BACKWARD", "FORWARD", "FULL",
+                     "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE")
+
+
 @dataclass
 class BrokerConfig:
     """Every setting the broker reads. Units are in the Pulsar key names (Millis, Seconds, Mbytes)."""
@@ -75,6 +79,18 @@ class BrokerConfig:
     schema_compatibility_strategy: str = "FULL"  # schemaCompatibilityStrategy
     enable_broker_side_subscription_pattern_evaluation: bool = True  # enableBrokerSideSubscriptionPatternEvaluation
     subscription_pattern_max_length: int = 50  # subscriptionPatternMaxLength
+    # ---- namespace policy defaults (broker/namespace_policies.py) ----
+    message_expiry_check_interval_in_minutes: int = 5  # messageExpiryCheckIntervalInMinutes
+    ttl_duration_default_in_seconds: int = 0  # ttlDurationDefaultInSeconds (0 = no TTL)
+    max_unacked_messages_per_consumer: int = 50000  # maxUnackedMessagesPerConsumer (0 = no limit)
+    is_allow_auto_update_schema_enabled: bool = True  # isAllowAutoUpdateSchemaEnabled
+    backlog_quota_check_interval_in_seconds: int = 60  # backlogQuotaCheckIntervalInSeconds
+    backlog_quota_default_limit_bytes: int = -1  # backlogQuotaDefaultLimitBytes (-1 = none)
+    backlog_quota_default_limit_second: int = -1  # backlogQuotaDefaultLimitSecond (-1 = none)
+    backlog_quota_default_retention_policy: str = "producer_request_hold"  # backlogQuotaDefaultRetentionPolicy
+    # subscriptionTypesEnabled: Pulsar's four, plus Key_Failover, which only minipulsar has
+    subscription_types_enabled: str = "Exclusive,Shared,Failover,Key_Shared,Key_Failover"
+    expose_topic_level_metrics_in_prometheus: bool = True  # exposeTopicLevelMetricsInPrometheus (false: per namespace)
     extra: dict[str, str] = field(default_factory=dict)  # unknown keys, kept so they can be reported
 
     def ledger_config(self) -> ManagedLedgerConfig:
@@ -102,6 +118,15 @@ class BrokerConfig:
         return f"pulsar://{self.advertised_host}:{self.broker_service_port}"
 
 
+def runtime_values(config: BrokerConfig) -> dict[str, str]:
+    """Every setting by its Pulsar key, as strings (GET /admin/v2/brokers/configuration/runtime)."""
+    return {key: _to_text(getattr(config, spec.name)) for key, spec in _FIELDS.items()}
+
+
+def _to_text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def pulsar_key(field_name: str) -> str:
     """snake_case field -> Pulsar's camelCase key: 'broker_service_port' -> 'brokerServicePort'."""
     head, *rest = field_name.split("_")
@@ -109,6 +134,15 @@ def pulsar_key(field_name: str) -> str:
 
 
 _FIELDS = {pulsar_key(f.name): f for f in dataclasses.fields(BrokerConfig) if f.name != "extra"}
+# The settings Pulsar marks dynamic (@FieldContext(dynamic = true) in ServiceConfiguration) that
+# apply here; /admin/v2/brokers/configuration lists them and may change them while running. The
+# dispatcher read limits and the replicator queue size apply to dispatchers and replicators
+# created after the change, as in Pulsar.
+DYNAMIC_KEYS = (
+    "allowAutoTopicCreation", "allowAutoTopicCreationType", "defaultNumPartitions",
+    "dispatcherMaxReadBatchSize", "dispatcherMaxReadSizeBytes", "dispatcherPauseOnAckStatePersistentEnabled",
+    "replicationProducerQueueSize",
+)
 # Matching ignores case and punctuation, so Pulsar's "defaultRetentionSizeInMB" and
 # MINIPULSAR_DEFAULT_RETENTION_SIZE_IN_MB both find their field.
 _BY_LOWER = {key.lower(): key for key in _FIELDS}
@@ -134,9 +168,17 @@ _VALIDATORS = {
     "delayedDeliveryTickTimeMillis": lambda v: v >= 1,
     "brokerDeduplicationEntriesInterval": lambda v: v >= 1,
     "brokerDeduplicationSnapshotIntervalSeconds": lambda v: v >= 0,
-    "schemaCompatibilityStrategy": lambda v: v in (
-        "ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE", "BACKWARD", "FORWARD", "FULL",
-        "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE"),
+    "schemaCompatibilityStrategy": lambda v: v in SCHEMA_STRATEGIES,
+    "messageExpiryCheckIntervalInMinutes": lambda v: v >= 1,
+    "ttlDurationDefaultInSeconds": lambda v: v >= 0,
+    "maxUnackedMessagesPerConsumer": lambda v: v >= 0,
+    "backlogQuotaCheckIntervalInSeconds": lambda v: v >= 1,
+    "backlogQuotaDefaultLimitBytes": lambda v: v >= -1,
+    "backlogQuotaDefaultLimitSecond": lambda v: v >= -1,
+    "backlogQuotaDefaultRetentionPolicy": lambda v: v in (
+        "producer_request_hold", "producer_exception", "consumer_backlog_eviction"),
+    "subscriptionTypesEnabled": lambda v: bool(v.strip()) and all(
+        t.strip() in ("Exclusive", "Shared", "Failover", "Key_Shared", "Key_Failover") for t in v.split(",") if t.strip()),
 }
 
 

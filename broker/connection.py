@@ -216,6 +216,12 @@ class ServerConnection(asyncio.Protocol):
             self.send(api.BaseCommand(type=Type.ACTIVE_CONSUMER_CHANGE, active_consumer_change=api.CommandActiveConsumerChange(
                 consumer_id=consumer_id, is_active=active)))
 
+    def send_reached_end_of_topic(self, consumer_id: int) -> None:
+        """REACHED_END_OF_TOPIC, which clients speaking protocol version 9 or later understand."""
+        if self.protocol_version >= api.v9:
+            self.send(api.BaseCommand(type=Type.REACHED_END_OF_TOPIC,
+                                      reachedEndOfTopic=api.CommandReachedEndOfTopic(consumer_id=consumer_id)))
+
     # ---- producers and consumers -----------------------------------------------------------
     def remove_producer(self, producer_id: int) -> None:
         """Forget a producer and close it (it leaves its topic)."""

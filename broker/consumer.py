@@ -60,6 +60,11 @@ class Consumer:
         self.connected_since = time.time()
         self.msg_out = 0
         self.bytes_out = 0
+        # maxUnackedMessagesPerConsumer (0 = none; Shared and Key_Shared): sending stops at the
+        # limit and resumes once half of it is acknowledged, as Pulsar's blockedConsumerOnUnackedMsgs.
+        self.max_unacked_messages = 0
+        self.blocked_on_unacked = False
+        self._unacked = 0
 
     def __repr__(self) -> str:
         return f"Consumer({self.name!r}, id={self.consumer_id}, sub={self.subscription.name!r})"
@@ -70,11 +75,13 @@ class Consumer:
 
     @property
     def unacked_messages(self) -> int:
-        return sum(n for n, _ in self.pending_acks.values())
+        """Messages sent and not yet acknowledged (batches count their messages)."""
+        return self._unacked
 
     def can_receive(self) -> bool:
-        """True when the client has permits and its socket is not backed up."""
-        return not self.closed and self.permits > 0 and self.connection.is_writable()
+        """True when the client has permits, its socket is not backed up and it is not blocked
+        on unacknowledged messages."""
+        return not self.closed and self.permits > 0 and not self.blocked_on_unacked and self.connection.is_writable()
 
     # ---- the door to the connection --------------------------------------------------------
     def flow(self, permits: int) -> None:
@@ -89,8 +96,9 @@ class Consumer:
     def send_messages(self, entries: Iterable[tuple[Entry, int, int]], redelivery: "RedeliveryTracker") -> None:
         """Write a MESSAGE per (entry, message count, sticky key hash), with the entry's redelivery
         count; charge permits; keep them as pending acks until acknowledged or given back."""
-        batch_acks = self.subscription.batch_acks
-        partition = self.subscription.topic.partition_index
+        subscription = self.subscription
+        batch_acks = subscription.batch_acks
+        partition = subscription.topic.partition_index
         for entry, num_messages, key_hash in entries:
             ack_set = batch_acks.ack_set(entry.position) if batch_acks else None
             if ack_set is not None:  # only the unacknowledged indexes of a partly acked batch go out
@@ -99,15 +107,25 @@ class Consumer:
                                          self.epoch, ack_set)
             self.pending_acks[entry.position] = (num_messages, key_hash)
             self.pending_hashes[key_hash] += 1
+            self._unacked += num_messages
             self.permits -= num_messages
             self.msg_out += num_messages
             self.bytes_out += len(entry.data)
+            subscription.msg_out_counter += num_messages
+            subscription.bytes_out_counter += len(entry.data)
             self.dispatch_rate.record(num_messages)
+        if self.max_unacked_messages and self._unacked >= self.max_unacked_messages:
+            self.blocked_on_unacked = True
 
     def notify_active_consumer_change(self, active: bool) -> None:
         """Failover: tell the client whether it is now the active consumer."""
         if not self.closed:
             self.connection.send_active_consumer_change(self.consumer_id, active)
+
+    def reached_end_of_topic(self) -> None:
+        """The topic is terminated and this consumer's subscription has read everything."""
+        if not self.closed:
+            self.connection.send_reached_end_of_topic(self.consumer_id)
 
     def disconnect(self) -> None:
         """The broker closes this consumer (CLOSE_CONSUMER); the client reconnects by itself."""
@@ -130,7 +148,18 @@ class Consumer:
             self.pending_hashes[key_hash] -= 1
             if not self.pending_hashes[key_hash]:
                 del self.pending_hashes[key_hash]
+            self._unacked -= value[0]
+            if self.blocked_on_unacked and self._unacked <= self.max_unacked_messages // 2:
+                self.blocked_on_unacked = False
+                self.subscription.consumer_flow(self)
         return value
+
+    def clear_pending(self) -> None:
+        """Forget every pending ack (the cursor was reset; nothing sent before counts)."""
+        self.pending_acks.clear()
+        self.pending_hashes.clear()
+        self._unacked = 0
+        self.blocked_on_unacked = False
 
     def remove_pending(self, positions: Iterable[Position]) -> None:
         for position in positions:
@@ -157,6 +186,7 @@ class Consumer:
             "consumerName": self.name,
             "availablePermits": self.permits,
             "unackedMessages": self.unacked_messages,
+            "blockedConsumerOnUnackedMsgs": self.blocked_on_unacked,
             "msgOutCounter": self.msg_out,
             "bytesOutCounter": self.bytes_out,
             "address": self.address,

@@ -56,3 +56,27 @@ class PersistenceFailedError(BrokerError):
 
 class MetadataError(BrokerError):
     server_error = api.MetadataError
+
+
+class TopicExistsError(BrokerError):
+    """An admin call would create a topic (or partitioned topic) that exists already."""
+
+    server_error = api.NotAllowedError
+
+
+class TopicBusyError(BrokerError):
+    """An admin call would remove a topic or subscription that clients are connected to."""
+
+    server_error = api.NotAllowedError
+
+
+class PartitionCountError(BrokerError):
+    """A partition count that is not allowed: below 1, or not larger than the current one."""
+
+    server_error = api.NotAllowedError
+
+
+class TopicTerminatedError(BrokerError):
+    """The topic was terminated: it takes no more messages."""
+
+    server_error = api.TopicTerminatedError

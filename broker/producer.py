@@ -117,6 +117,8 @@ class Producer:
         if error is None:
             self.msg_in += pending.num_messages
             self.bytes_in += pending.size
+            self.topic.msg_in_counter += pending.num_messages
+            self.topic.bytes_in_counter += pending.size
         while self._pending and self._pending[0].done:
             on_complete(self._pending.popleft())
 

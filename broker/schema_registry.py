@@ -13,6 +13,10 @@ on the wire a version is 8 bytes big-endian (PRODUCER_SUCCESS.schema_version, GE
   and is idle (no producers, no entries), as Pulsar's addSchemaIfIdleOrCheckCompatible.
 * GET_SCHEMA: the latest version or the one asked for; none: TopicNotFound "Topic not found or
   no-schema", as Pulsar answers.
+* Deletion (the admin API) appends a tombstone version, as Pulsar's deleteSchema: the versions up
+  to it are gone for every purpose (lookups, identity, compatibility; Pulsar's
+  trimDeletedSchemaAndGetList), while numbering goes on after it, so a version number never
+  names two schemas. A forced deletion removes the topic's entries outright.
 
 Strategies (Pulsar SchemaCompatibilityStrategy): ALWAYS_COMPATIBLE, ALWAYS_INCOMPATIBLE, BACKWARD
 (the new schema reads data written with the latest), FORWARD (the latest reads data written with
@@ -32,6 +36,7 @@ import json
 import logging
 import time
 from pathlib import Path
+from typing import Callable
 
 import avro.errors
 import avro.schema
@@ -118,11 +123,15 @@ def check_compatible(existing: list[dict], new: dict, strategy: str) -> str | No
 
 
 class SchemaRegistry:
-    """data_dir: the broker's data dir; strategy: schemaCompatibilityStrategy."""
+    """data_dir: the broker's data dir; strategy_of(topic): the schemaCompatibilityStrategy in force
+    for a topic (its namespace's policy, else the broker's setting); auto_update_of(topic): whether
+    producers may add versions to a topic that has a schema (isAllowAutoUpdateSchema)."""
 
-    def __init__(self, data_dir: str | Path, strategy: str):
+    def __init__(self, data_dir: str | Path, strategy_of: Callable[[TopicName], str],
+                 auto_update_of: Callable[[TopicName], bool] = lambda topic: True):
         self.store = MetadataStore(Path(data_dir) / "metadata" / "schemas.json")
-        self.strategy = strategy
+        self.strategy_of = strategy_of
+        self.auto_update_of = auto_update_of
         self._locks: dict[str, asyncio.Lock] = {}
 
     def load(self) -> None:
@@ -132,52 +141,133 @@ class SchemaRegistry:
     def _versions(self, name: str) -> list[dict]:
         return self.store.data.setdefault("schemas", {}).get(name, [])
 
+    def _live(self, name: str) -> list[tuple[int, dict]]:
+        """(number, stored) of the versions after the last deletion, oldest first."""
+        numbered = list(enumerate(self._versions(name)))
+        deleted = [number for number, stored in numbered if stored.get("deleted")]
+        return numbered[deleted[-1] + 1:] if deleted else numbered
+
     async def add_or_get(self, topic: TopicName, schema: api.Schema) -> bytes:
         """The version for a producer's schema, adding it when new and compatible; raises
         IncompatibleSchemaError."""
+        return version_bytes(await self._add(topic, schema, producer=True))
+
+    async def add(self, topic: TopicName, schema: api.Schema) -> int:
+        """The admin API's POST: the number of the live version identical to `schema`, else of the
+        version it is added as, after the compatibility check under the topic's strategy (not
+        subject to isAllowAutoUpdateSchema, which binds producers only, as in Pulsar); raises
+        IncompatibleSchemaError with the reason."""
+        return await self._add(topic, schema, producer=False)
+
+    async def _add(self, topic: TopicName, schema: api.Schema, producer: bool) -> int:
         name = schema_name(topic)
         async with self._locks.setdefault(name, asyncio.Lock()):
-            versions = self._versions(name)
-            for number, stored in enumerate(versions):
+            live = self._live(name)
+            for number, stored in live:
                 if _same(stored, schema):
-                    return version_bytes(number)
+                    return number
+            if producer and live and not self.auto_update_of(topic):
+                raise IncompatibleSchemaError(f"Schema not found and schema auto updating is disabled ({name})")
             new = _stored(schema)
-            reason = check_compatible(versions, new, self.strategy)
+            reason = check_compatible([stored for _, stored in live], new, self.strategy_of(topic))
             if reason is not None:
                 raise IncompatibleSchemaError(f"Incompatible schema for {name}: {reason}")
             versions = self.store.data["schemas"].setdefault(name, [])
             versions.append(new)
             await self.store.save()
             log.info("schema %s: version %d (%s)", name, len(versions) - 1, api.Schema.Type.Name(schema.type))
-            return version_bytes(len(versions) - 1)
+            return len(versions) - 1
 
     async def check_for_consumer(self, topic: TopicName, schema: api.Schema, idle: bool) -> None:
         """SUBSCRIBE with a schema: store it when the topic has none and is idle, else check it is
         compatible with what is stored (an identical version is fine); raises IncompatibleSchemaError."""
         name = schema_name(topic)
-        versions = self._versions(name)
+        versions = [stored for _, stored in self._live(name)]
         if not versions:
             if idle:
                 await self.add_or_get(topic, schema)
             return
         if any(_same(stored, schema) for stored in versions):
             return
-        reason = check_compatible(versions, _stored(schema), self.strategy)
+        reason = check_compatible(versions, _stored(schema), self.strategy_of(topic))
         if reason is not None:
             raise IncompatibleSchemaError(f"Incompatible schema for {name}: {reason}")
 
     def get(self, topic: TopicName, version: bytes | None) -> tuple[api.Schema, bytes] | None:
-        """(Schema, version bytes) of the version asked for (None or empty: the latest), or None."""
+        """(Schema, version bytes) of the version asked for (None or empty: the latest), or None
+        (no such version, or one deleted)."""
         name = schema_name(topic)
-        versions = self._versions(name)
-        if not versions:
+        live = dict(self._live(name))
+        if not live:
             return None
-        number = version_of(version) if version else len(versions) - 1
-        if not 0 <= number < len(versions):
+        number = version_of(version) if version else max(live)
+        stored = live.get(number)
+        if stored is None:
             return None
-        stored = versions[number]
         schema = api.Schema(name=topic.partitioned_topic_name.local_name, type=stored["type"],
                             schema_data=base64.b64decode(stored["data"]))
         for key, value in stored["properties"].items():
             schema.properties.add(key=key, value=value)
         return schema, version_bytes(number)
+
+    # ---- the admin API (broker/web/schemas.py) ---------------------------------------------
+    def versions(self, topic: TopicName) -> list[dict]:
+        """Every version after the last deletion, oldest first, each {"version": int, "type": int
+        (PulsarApi Schema.Type), "data": bytes, "properties": {str: str}, "timestamp": ms}; [] when
+        the topic has none."""
+        return [_described(number, stored) for number, stored in self._live(schema_name(topic))]
+
+    def version(self, topic: TopicName, number: int | None = None) -> dict | None:
+        """One version as `versions` describes it: the latest (number None) or that number; None when
+        the topic has no schema, the number does not exist, or it was deleted."""
+        live = dict(self._live(schema_name(topic)))
+        if not live:
+            return None
+        number = max(live) if number is None else number
+        return _described(number, live[number]) if number in live else None
+
+    def compatibility(self, topic: TopicName, schema: api.Schema) -> str | None:
+        """Without adding anything: None when `schema` would be accepted (identical to a live version,
+        or compatible with them under the topic's strategy), else the reason it would be refused."""
+        live = [stored for _, stored in self._live(schema_name(topic))]
+        if any(_same(stored, schema) for stored in live):
+            return None
+        return check_compatible(live, _stored(schema), self.strategy_of(topic))
+
+    async def delete(self, topic: TopicName, force: bool = False) -> int:
+        """Delete every version. Default: append a tombstone (Pulsar's deleteSchema) and answer its
+        number; when the latest is already a tombstone, answer that one's number; -1 when the topic
+        never had a schema. force: remove the topic's entries outright (numbering restarts at 0) and
+        answer the number of the latest entry removed, -1 when there was none."""
+        name = schema_name(topic)
+        async with self._locks.setdefault(name, asyncio.Lock()):
+            versions = self._versions(name)
+            if not versions:
+                return -1
+            if force:
+                del self.store.data["schemas"][name]
+            elif versions[-1].get("deleted"):
+                return len(versions) - 1
+            else:
+                versions.append({"type": int(api.Schema.Type.Value("None")), "data": "", "properties": {},
+                                 "timestamp": int(time.time() * 1000), "deleted": True})
+            await self.store.save()
+            log.info("schema %s: deleted%s", name, " (forced)" if force else "")
+            return len(versions) - 1
+
+
+def _described(number: int, stored: dict) -> dict:
+    return {"version": number, "type": stored["type"], "data": base64.b64decode(stored["data"]),
+            "properties": dict(stored["properties"]), "timestamp": stored["timestamp"]}
+
+
+def definition_error(schema: api.Schema) -> str | None:
+    """None when the schema's definition is usable for its type, else why not: AVRO, JSON and
+    PROTOBUF definitions must parse as Avro (Pulsar's StructSchemaDataValidator)."""
+    if schema.type not in _AVRO_BASED:
+        return None
+    try:
+        avro.schema.parse(schema.schema_data.decode("utf-8"))
+    except Exception as exc:  # avro raises more than its own errors for arbitrary text
+        return f"Invalid schema definition data for {api.Schema.Type.Name(schema.type)} schema: {exc}"
+    return None

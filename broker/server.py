@@ -17,16 +17,20 @@ import logging
 from pathlib import Path
 
 from minipulsar.broker.background import BackgroundTasks
+from minipulsar.broker.backlog_quota import BacklogQuotas
 from minipulsar.broker.config import BrokerConfig, apply_setting
 from minipulsar.broker.connection import ServerConnection
 from minipulsar.broker.errors import ServiceNotReadyError, TopicNotFoundError
 from minipulsar.broker.listeners import AdvertisedListeners
 from minipulsar.broker.metadata_store import MetadataStore
+from minipulsar.broker.namespace_policies import NamespacePolicies
 from minipulsar.broker.namespaces import Namespaces
 from minipulsar.broker.schema_registry import SchemaRegistry
 from minipulsar.broker.replication import BrokerReplication
 from minipulsar.broker.topic import PersistentTopic
+from minipulsar.broker.topic_admin import TopicAdmin
 from minipulsar.broker.topic_name import TopicName
+from minipulsar.broker.web.server import WebService
 from minipulsar.storage import ManagedLedgerFactory
 
 log = logging.getLogger(__name__)
@@ -40,23 +44,35 @@ class Broker:
         self.factory = ManagedLedgerFactory(Path(config.data_dir) / "ledgers", config.ledger_config())
         self.metadata = MetadataStore(Path(config.data_dir) / "metadata" / "partitioned-topics.json")
         self.topics: dict[str, PersistentTopic] = {}
-        self.namespaces = Namespaces(config.extra_namespaces, self._topic_namespaces)
-        self.schemas = SchemaRegistry(config.data_dir, config.schema_compatibility_strategy)
+        self.namespaces = Namespaces(self.metadata, config.extra_namespaces, config.cluster_name, self._topic_namespaces)
+        self.policies = NamespacePolicies(self)
+        self.schemas = SchemaRegistry(config.data_dir,
+                                      lambda name: self.policies.schema_compatibility_strategy(name.namespace_name),
+                                      lambda name: self.policies.allow_auto_update_schema(name.namespace_name))
         self.listeners = AdvertisedListeners(config.advertised_listeners, config.internal_listener_name, "")
         self.connections: set[ServerConnection] = set()
         self._topic_locks: dict[str, asyncio.Lock] = {}
         self._server: asyncio.base_events.Server | None = None
         self._keepalive: asyncio.Task | None = None
+        self._periodic: list[asyncio.Task] = []  # message expiry and backlog quota checks
+        self.backlog_quotas = BacklogQuotas(self)
         self._background = BackgroundTasks("broker", log)
         self._producer_names = itertools.count()
         self._instance_id = 0
         self.running = False
         self.replicator_prefix = config.replicator_prefix  # Pulsar replicatorPrefix
         self.replication = BrokerReplication(self)  # peers, their clients; see broker/replication
+        self.web = WebService(self)  # admin REST, HTTP lookup, metrics (broker/web)
+        self.topic_admin = TopicAdmin(self)
 
     @property
     def service_url(self) -> str:
         return self.config.broker_service_url
+
+    @property
+    def web_service_url(self) -> str:
+        """http://<advertised host>:<web port> (the bound port once started)."""
+        return f"http://{self.config.advertised_host}:{self.web.port or self.config.web_service_port}"
 
     async def __aenter__(self) -> "Broker":
         await self.start()
@@ -75,22 +91,40 @@ class Broker:
             # Generated producer names must not repeat across restarts (reconnecting clients keep theirs).
             self._instance_id = self.metadata.data.get("brokerInstance", -1) + 1
             self.metadata.data["brokerInstance"] = self._instance_id
+            self.namespaces.create_defaults()
+            for key, value in self.metadata.data.get("dynamicConfiguration", {}).items():
+                apply_setting(self.config, key, value)  # changed through the admin API earlier
             await self.metadata.save()
             loop = asyncio.get_running_loop()
+            await self._start_web_service()
+            self.running = True  # before the binary port accepts: its first client is served at once
             self._server = await loop.create_server(
                 lambda: ServerConnection(self), self.config.bind_address, self.config.broker_service_port,
                 reuse_address=True,
             )
         except BaseException:
+            self.running = False
+            await self.web.stop()
             await self.factory.close()
             raise
         self.config.broker_service_port = self._server.sockets[0].getsockname()[1]
         self._keepalive = loop.create_task(self._keepalive_loop())
-        self.running = True
+        self._periodic = [
+            loop.create_task(self._every(lambda: self.config.message_expiry_check_interval_in_minutes * 60,
+                                         self.expire_messages_by_ttl, "message expiry")),
+            loop.create_task(self._every(lambda: self.config.backlog_quota_check_interval_in_seconds,
+                                         self.backlog_quotas.check_all, "backlog quota")),
+        ]
         await self.replication.start()
         log.info("minipulsar broker listening on %s:%d (advertised %s), data dir %s",
                  self.config.bind_address, self.config.broker_service_port, self.service_url,
                  Path(self.config.data_dir).resolve())
+
+    async def _start_web_service(self) -> None:
+        try:
+            await self.web.start()
+        except OSError as exc:
+            raise OSError(exc.errno, f"webServicePort {self.config.web_service_port}: {exc.strerror}") from exc
 
     async def stop(self) -> None:
         """Stop accepting, close connections and topics; safe to call twice."""
@@ -98,7 +132,10 @@ class Broker:
             return
         self.running = False
         self._server.close()
+        await self.web.stop()
         self._keepalive.cancel()
+        for task in self._periodic:
+            task.cancel()
         for connection in list(self.connections):
             connection.close()
         await asyncio.sleep(0)  # let connection_lost run for the closed transports
@@ -118,13 +155,43 @@ class Broker:
             for connection in list(self.connections):
                 connection.keepalive_tick(interval)
 
+    async def _every(self, seconds, check, what: str) -> None:
+        """Run check() every seconds() seconds (read each time: the setting may change)."""
+        while True:
+            await asyncio.sleep(seconds())
+            try:
+                await check()
+            except Exception:  # one bad topic must not end the checks for good
+                log.exception("%s check failed", what)
+
+    async def expire_messages_by_ttl(self) -> int:
+        """Acknowledge, on every subscription of every loaded topic whose namespace has a message
+        TTL, what was published longer ago than the TTL; returns how many subscriptions moved.
+        Source: Pulsar BrokerService.checkMessageExpiry."""
+        moved = 0
+        for topic in list(self.topics.values()):
+            ttl = self.policies.message_ttl_seconds(topic.name.namespace_name)
+            if ttl > 0:
+                for subscription in list(topic.subscriptions.values()):
+                    moved += await subscription.expire_messages(ttl)
+        return moved
+
+    async def apply_namespace_policies(self, namespace: str) -> None:
+        """A namespace policy changed: the loaded topics of the namespace take it up now, and
+        replication follows the namespace's replication clusters."""
+        for topic in list(self.topics.values()):
+            if topic.name.namespace_name == namespace:
+                await topic.apply_policies()
+        await self.replication.reconfigure()
+
     def spawn(self, coro) -> None:
         """Run a background coroutine the broker waits for at shutdown; errors are logged."""
         self._background.spawn(coro)
 
     # ---- topics ----------------------------------------------------------------------------
-    async def get_topic(self, name: TopicName, create: bool) -> PersistentTopic:
-        """The loaded topic `name`, opening or (when allowed) creating it; raises TopicNotFoundError."""
+    async def get_topic(self, name: TopicName, create: bool, explicit: bool = False) -> PersistentTopic:
+        """The loaded topic `name`, opening or creating it: when create and allowAutoTopicCreation,
+        or when explicit (the admin API creates it). Raises TopicNotFoundError."""
         key = str(name)
         topic = self.topics.get(key)
         if topic is not None:
@@ -135,18 +202,18 @@ class Broker:
         async with lock:
             topic = self.topics.get(key)
             if topic is None:
-                topic = await self._load_topic(name, create)
+                topic = await self._load_topic(name, create, explicit)
         return topic
 
-    async def _load_topic(self, name: TopicName, create: bool) -> PersistentTopic:
+    async def _load_topic(self, name: TopicName, create: bool, explicit: bool) -> PersistentTopic:
         if name.domain != "persistent":
             raise TopicNotFoundError(f"non-persistent topics are not supported: {name}")
         exists = self.factory.exists(name.storage_name)
         if not exists:
             self.namespaces.check(name)
-        if not exists and not (create and self.config.allow_auto_topic_creation):
+        if not exists and not explicit and not (create and self.config.allow_auto_topic_creation):
             raise TopicNotFoundError(f"Topic {name} does not exist")
-        ledger = await self.factory.open(name.storage_name)
+        ledger = await self.factory.open(name.storage_name, self.policies.retention(name.namespace_name))
         topic = PersistentTopic(self, name, ledger)
         await topic.initialize()
         self.topics[str(name)] = topic
@@ -157,21 +224,23 @@ class Broker:
     async def partitions_of(self, name: TopicName) -> int:
         """Partition count of name (0 = non-partitioned); auto-creates partitioned metadata when
         allowAutoTopicCreationType is 'partitioned'."""
-        if name.partition_index >= 0:
-            return 0
-        partitioned = self.metadata.data.setdefault("partitioned", {})
-        if str(name) in partitioned:
-            return partitioned[str(name)]
-        if self.factory.exists(name.storage_name):
-            return 0
+        count = self.partition_count(name)
+        if count or name.partition_index >= 0 or self.factory.exists(name.storage_name):
+            return count
         self.namespaces.check(name)
         config = self.config
         if config.allow_auto_topic_creation and config.allow_auto_topic_creation_type == "partitioned":
-            partitioned[str(name)] = config.default_num_partitions
+            self.metadata.data.setdefault("partitioned", {})[str(name)] = config.default_num_partitions
             await self.metadata.save()
             log.info("created partitioned topic %s with %d partitions", name, config.default_num_partitions)
             return config.default_num_partitions
         return 0
+
+    def partition_count(self, name: TopicName) -> int:
+        """Partitions in name's partitioned metadata; 0 for a partition or a non-partitioned topic."""
+        if name.partition_index >= 0:
+            return 0
+        return self.metadata.data.get("partitioned", {}).get(str(name), 0)
 
     def list_topics(self, namespace: str) -> list[str]:
         """Persistent topics of namespace ('tenant/ns'), partitions listed by their own names."""

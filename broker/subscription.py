@@ -66,7 +66,12 @@ class Subscription:
         self.dispatcher: Dispatcher | None = None
         self.batch_acks = BatchAckSets()  # partly acked batches (acknowledgmentAtBatchIndexLevelEnabled)
         self.reset_grace_until = 0.0  # monotonic seconds; see reset_cursor
-        self.ack_state_gate = AckStateGate(f"{topic.name}/{name}", cursor, topic.broker.config, self._wake)
+        self.msg_out_counter = 0  # messages and bytes dispatched, whichever consumer took them (metrics)
+        self.bytes_out_counter = 0
+        policies, namespace = topic.broker.policies, topic.name.namespace_name
+        self.ack_state_gate = AckStateGate(
+            f"{topic.name}/{name}", cursor, topic.broker.config,
+            lambda: policies.dispatcher_pause_on_ack_state_persistent(namespace), self._wake)
 
     def _wake(self) -> None:
         if self.dispatcher is not None:
@@ -90,8 +95,15 @@ class Subscription:
 
     # ---- consumers -------------------------------------------------------------------------
     def add_consumer(self, consumer: "Consumer") -> None:
-        """Attach consumer; raises ConsumerBusyError when the type or exclusivity forbids it."""
+        """Attach consumer; raises ConsumerBusyError when the type or exclusivity forbids it,
+        NotAllowedError when the namespace does not enable the type (subscriptionTypesEnabled)."""
         sub_type = consumer.sub_type
+        policies, namespace = self.topic.broker.policies, self.topic.name.namespace_name
+        type_name = SUB_TYPE_NAMES.get(sub_type, str(sub_type))
+        if type_name not in policies.subscription_types_enabled(namespace):
+            raise NotAllowedError(f"Topic[{self.topic.name}] doesn't support {type_name} sub type!")
+        if sub_type in (SubType.Shared, SubType.Key_Shared):
+            consumer.max_unacked_messages = policies.max_unacked_messages_per_consumer(namespace)
         if self.consumers:
             if sub_type != self.sub_type:
                 raise ConsumerBusyError(
@@ -116,13 +128,22 @@ class Subscription:
                 f"allowOutOfOrderDelivery={first.allow_out_of_order}; this consumer asked for "
                 f"mode {consumer.key_shared_mode} with allowOutOfOrderDelivery={consumer.allow_out_of_order}")
 
+    def apply_policies(self) -> None:
+        """The namespace's policies changed: re-check the PIP-299 pause and the unacked limit."""
+        self.ack_state_gate.recheck()
+        limit = self.topic.broker.policies.max_unacked_messages_per_consumer(self.topic.name.namespace_name)
+        for consumer in self.consumers:
+            if consumer.sub_type in (SubType.Shared, SubType.Key_Shared):
+                consumer.max_unacked_messages = limit
+        self._wake()
+
     def _replace_dispatcher(self, first: "Consumer") -> None:
         """A dispatcher for first's settings; what the old one had in flight is read again."""
         dispatcher = self._new_dispatcher(first)
         config = self.topic.broker.config
-        if config.delayed_delivery_enabled and first.sub_type in (SubType.Shared, SubType.Key_Shared):
-            dispatcher.enable_delayed_delivery(config.delayed_delivery_tick_time_millis,
-                                               config.is_delayed_delivery_deliver_at_time_strict)
+        active, tick = self.topic.broker.policies.delayed_delivery(self.topic.name.namespace_name)
+        if active and first.sub_type in (SubType.Shared, SubType.Key_Shared):
+            dispatcher.enable_delayed_delivery(tick, config.is_delayed_delivery_deliver_at_time_strict)
         if self.dispatcher is not None:
             self.dispatcher.close()
             self.cursor.rewind()
@@ -223,12 +244,35 @@ class Subscription:
         """Cumulative ack: everything at or below position; not allowed on Shared-like types."""
         if self.sub_type not in (SubType.Exclusive, SubType.Failover):
             raise NotAllowedError("Cumulative acknowledgement is not allowed on this subscription type")
+        self._acknowledge_up_to(position, [consumer])
+
+    def _acknowledge_up_to(self, position: Position, consumers: list["Consumer"]) -> None:
+        """Mark-delete up to position; forget what consumers and the dispatcher hold below it."""
         self.cursor.mark_delete(position)
         if self.batch_acks:
             self.batch_acks.discard_up_to(position)
-        consumer.remove_pending_up_to(position)
-        self.dispatcher.acknowledged_up_to(position)
+        for consumer in consumers:
+            consumer.remove_pending_up_to(position)
+        if self.dispatcher is not None:
+            self.dispatcher.acknowledged_up_to(position)
         self.topic.replication.on_mark_delete(self)
+
+    def acknowledge_up_to(self, position: Position) -> None:
+        """Acknowledge everything up to position for every consumer (backlog-quota eviction)."""
+        if position > self.cursor.mark_delete_position:
+            self._acknowledge_up_to(position, self.consumers)
+            self.ack_state_gate.reset()
+            self._wake()
+
+    async def expire_messages(self, seconds: int) -> bool:
+        """Acknowledge every message published more than `seconds` ago (admin expireMessages, the
+        message TTL); False when there was none. Source: Pulsar PersistentMessageExpiryMonitor."""
+        cutoff = int(time.time() * 1000) - seconds * 1000
+        found = await self.cursor.find_newest_matching(lambda data: publish_time_of(data) <= cutoff)
+        if found is None or found <= self.cursor.mark_delete_position:
+            return False
+        self.acknowledge_up_to(found)
+        return True
 
     def on_marker(self, entry: Entry, info: EntryInfo) -> None:
         """A server-only marker reached dispatch: acknowledge it so it never blocks the backlog."""

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from minipulsar.broker.access_modes import ProducerAccess
 from minipulsar.broker.entry_info import entry_info
 from minipulsar.broker.deduplication import CURSOR_NAME as DEDUP_CURSOR_NAME, MessageDeduplication
-from minipulsar.broker.errors import PersistenceFailedError, ProducerBusyError, ServiceNotReadyError, SubscriptionNotFoundError
+from minipulsar.broker.errors import (PersistenceFailedError, ProducerBusyError, ServiceNotReadyError,
+                                      SubscriptionNotFoundError, TopicTerminatedError)
 from minipulsar.broker.replication import TopicReplication, last_data_position
 from minipulsar.broker.subscription import Subscription
 from minipulsar.broker.topic_name import TopicName
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EARLIEST = Position(-1, -1)
+TERMINATED_KEY = "terminatedTopics"  # metadata store: topic -> [ledger, entry] of its last entry
 
 
 class PersistentTopic:
@@ -41,6 +43,10 @@ class PersistentTopic:
         self.partition_index = name.partition_index
         self.access = ProducerAccess(self)  # producer access modes and the topic epoch
         self.deduplication: MessageDeduplication | None = None  # set by initialize() when enabled
+        terminated = broker.metadata.data.get(TERMINATED_KEY, {}).get(str(name))
+        self.terminated_at: Position | None = Position(*terminated) if terminated is not None else None
+        self.msg_in_counter = 0  # messages and bytes published since the topic loaded (metrics)
+        self.bytes_in_counter = 0
         ledger.add_entry_listener(self._on_new_entries)
         for cursor_name, cursor in ledger.cursors.items():
             if not cursor_name.startswith(broker.replicator_prefix + ".") and cursor_name != DEDUP_CURSOR_NAME:
@@ -52,14 +58,27 @@ class PersistentTopic:
 
     async def initialize(self) -> None:
         """Recover state kept beside the ledger before the topic serves anyone (deduplication)."""
-        config = self.broker.config
-        if config.broker_deduplication_enabled:
+        await self._apply_deduplication()
+
+    async def apply_policies(self) -> None:
+        """The namespace's policies changed: deduplication on or off, retention, and every
+        subscription re-reads its PIP-299 pause and its consumers' unacked limit."""
+        await self._apply_deduplication()
+        self.ledger.set_retention(*self.broker.policies.retention(self.name.namespace_name))
+        for subscription in list(self.subscriptions.values()):
+            subscription.apply_policies()
+
+    async def _apply_deduplication(self) -> None:
+        enabled = self.broker.policies.deduplication_enabled(self.name.namespace_name)
+        if enabled and self.deduplication is None:
+            config = self.broker.config
             dedup = MessageDeduplication(self.ledger, config.broker_deduplication_entries_interval,
                                          self.broker.replicator_prefix,
                                          config.broker_deduplication_snapshot_interval_seconds)
             await dedup.load()
             self.deduplication = dedup
-        else:
+        elif not enabled:
+            self.deduplication = None
             await MessageDeduplication.remove(self.ledger)
 
     def _on_new_entries(self) -> None:
@@ -93,6 +112,7 @@ class PersistentTopic:
         return self._append_entry(data)
 
     def _append_entry(self, data: bytes) -> tuple[Position, asyncio.Future]:
+        self.check_not_terminated()
         try:
             appended = self.ledger.append(data)
         except LedgerClosedError as exc:
@@ -125,6 +145,28 @@ class PersistentTopic:
         """No producer, no connected consumer and no entry: a schema may still be chosen freely."""
         return not self.producers and not any(s.consumers for s in self.subscriptions.values()) \
             and self.ledger.number_of_entries == 0
+
+    # ---- termination -----------------------------------------------------------------------
+    def check_not_terminated(self) -> None:
+        """Raises TopicTerminatedError once the topic is terminated."""
+        if self.terminated_at is not None:
+            raise TopicTerminatedError(f"Topic {self.name} was terminated at {self.terminated_at}")
+
+    async def terminate(self) -> Position:
+        """Take no more messages: the last entry's position is kept (metadata store), producers are
+        disconnected (they get TopicTerminated when they come back) and consumers that have read
+        everything are told REACHED_END_OF_TOPIC. Returns the last position (again when already
+        terminated). Source: Pulsar PersistentTopic.terminate, ManagedLedger.asyncTerminate."""
+        if self.terminated_at is None:
+            last = self.ledger.last_confirmed_position
+            self.broker.metadata.data.setdefault(TERMINATED_KEY, {})[str(self.name)] = list(last)
+            await self.broker.metadata.save()
+            self.terminated_at = last
+            log.info("%s: terminated at %s", self.name, last)
+            for producer in list(self.producers.values()):
+                producer.disconnect()
+            self._on_new_entries()  # dispatchers notice the end
+        return self.terminated_at
 
     # ---- subscriptions ---------------------------------------------------------------------
     async def subscribe(self, name: str, durable: bool, initial_position: str, start: Position | None) -> Subscription:

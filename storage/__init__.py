@@ -9,12 +9,12 @@ from .cursor import ManagedCursor
 from .errors import (CursorError, DataDirLockedError, LedgerClosedError, LedgerCorruptionError,
                      PersistenceError, StorageError)
 from .factory import ManagedLedgerFactory
-from .ledger import Entry, ManagedLedger
+from .ledger import Entry, LedgerInfo, ManagedLedger
 from .position import EARLIEST, Position
 from .range_set import PositionRangeSet
 
 __all__ = [
-    "CursorError", "DataDirLockedError", "EARLIEST", "Entry", "LedgerClosedError", "LedgerCorruptionError",
+    "CursorError", "DataDirLockedError", "EARLIEST", "Entry", "LedgerClosedError", "LedgerInfo", "LedgerCorruptionError",
     "ManagedCursor", "ManagedLedger", "ManagedLedgerConfig", "ManagedLedgerFactory", "PersistenceError",
     "Position", "PositionRangeSet", "StorageError",
 ]

@@ -83,8 +83,10 @@ class ManagedLedgerFactory:
             raise StorageError(f"invalid managed ledger name {name!r}")
         return os.path.join(self.ledgers_dir, encode_name(name))
 
-    async def open(self, name: str) -> ManagedLedger:
-        """Open (creating if missing) the managed ledger ``name``; the same instance while open."""
+    async def open(self, name: str, retention: tuple[int, int] | None = None) -> ManagedLedger:
+        """Open (creating if missing) the managed ledger ``name``; the same instance while open.
+        retention: (minutes, MB) overriding the config's for this ledger, in force from the trim
+        that opening runs (see ManagedLedger.set_retention)."""
         self._check_started()
         if name in self._ledgers:
             return self._ledgers[name]
@@ -93,7 +95,7 @@ class ManagedLedgerFactory:
         fut = asyncio.get_running_loop().create_future()
         self._opening[name] = fut
         try:
-            ml = await self._open_new(name)
+            ml = await self._open_new(name, retention)
         except BaseException as exc:
             fut.set_exception(exc)
             fut.exception()  # mark retrieved: the caller below re-raises it
@@ -104,11 +106,11 @@ class ManagedLedgerFactory:
         fut.set_result(ml)
         return ml
 
-    async def _open_new(self, name: str) -> ManagedLedger:
+    async def _open_new(self, name: str, retention: tuple[int, int] | None) -> ManagedLedger:
         folder = self._folder(name)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, self._prepare_folder, folder, name)
-        ml = ManagedLedger(name, folder, self.config, self._executor, on_closed=self._forget)
+        ml = ManagedLedger(name, folder, self.config, self._executor, on_closed=self._forget, retention=retention)
         await ml._open()
         return ml
 

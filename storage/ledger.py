@@ -11,6 +11,7 @@ their offset index. Roll-over, trimming of consumed ledgers and retention follow
 from __future__ import annotations
 
 import asyncio
+import bisect
 import functools
 import logging
 import os
@@ -37,6 +38,35 @@ log = logging.getLogger(__name__)
 
 _OPEN, _CLOSING, _CLOSED = "open", "closing", "closed"
 MIB = 1024 * 1024
+# Upper bounds (inclusive, microseconds) of the write latency buckets; one more bucket takes the
+# rest. Pulsar's ManagedLedgerMBeanImpl.ENTRY_LATENCY_BUCKETS_USEC.
+WRITE_LATENCY_BUCKETS_USEC = (500, 1_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 1_000_000)
+
+
+@dataclass(frozen=True, slots=True)
+class WriteLatency:
+    """Entries made durable since the ledger opened, by the time from append() to durability:
+    counts[i] has those over bounds_usec[i - 1] and at most bounds_usec[i] microseconds (not
+    cumulative; the last count is beyond the last bound); sum_usec adds up every entry's latency."""
+
+    bounds_usec: tuple[int, ...]
+    counts: tuple[int, ...]
+    sum_usec: int
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerInfo:
+    """One ledger (segment) of a managed ledger: id, entries, payload bytes, seal time (ms since
+    the epoch, 0 while it is the current ledger). Pulsar's ManagedLedgerInfo.LedgerInfo."""
+
+    ledger_id: int
+    entries: int
+    size: int
+    sealed_at_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +81,8 @@ class ManagedLedger:
     """Append-only log of one topic; obtain instances from ``ManagedLedgerFactory.open``."""
 
     def __init__(self, name: str, folder: str, config: ManagedLedgerConfig, executor: "Executor",
-                 on_closed: Callable[["ManagedLedger"], None] | None = None) -> None:
+                 on_closed: Callable[["ManagedLedger"], None] | None = None,
+                 retention: tuple[int, int] | None = None) -> None:
         self.name = name
         self.folder = folder
         self.config = config
@@ -75,6 +106,12 @@ class ManagedLedger:
         self._in_flight: list[tuple[Chunk, asyncio.Future]] | None = None
         self._kick_scheduled = False
         self._drained: asyncio.Future | None = None
+        # write latency (see write_latency): plain counters, bumped once per durable chunk
+        self._latency_counts = [0] * (len(WRITE_LATENCY_BUCKETS_USEC) + 1)
+        self._latency_sum_usec = 0
+        self._entries_added = 0  # made durable since open (Pulsar entriesAddedCounter)
+        self._retention = retention  # (minutes, MB) overriding the config's
+        self._current_created_ms = int(time.time() * 1000)  # when the current ledger began (this process)
 
     # -- open ----------------------------------------------------------------
     async def _open(self) -> None:
@@ -153,6 +190,9 @@ class ManagedLedger:
             return
         batch, self._pending, self._tail = self._pending, [], None
         self._in_flight = batch
+        now = time.monotonic_ns()
+        for chunk, _ in batch:
+            chunk.submitted_ns = now
         self._writer.submit([chunk for chunk, _ in batch], self._batch_done)
 
     def _batch_done(self, outcome: BatchOutcome | BaseException) -> None:
@@ -165,13 +205,17 @@ class ManagedLedger:
         for lid in outcome.created:
             self._ledgers[lid] = SegmentIndex(lid)
             self._current_id = lid
+            self._current_created_ms = int(time.time() * 1000)
         for idx in outcome.sealed:
             self._ledgers[idx.ledger_id].sealed_at_ms = idx.sealed_at_ms
-        for res, (_, fut) in zip(outcome.durable, batch):
+        now = time.monotonic_ns()
+        for res, (chunk, fut) in zip(outcome.durable, batch):
             info = self._ledgers[res.ledger_id]
             info.offsets.extend(res.offsets)
             info.end_offset = res.end_offset
+            self._entries_added += len(res.offsets)
             fut.set_result(None)
+            self._record_write_latency(chunk, now, len(res.offsets))
         if outcome.durable:
             last = outcome.durable[-1]
             self._lac = Position(last.ledger_id, last.first_entry + len(last.offsets) - 1)
@@ -189,6 +233,14 @@ class ManagedLedger:
             self._kick()
         elif self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
+
+    def _record_write_latency(self, chunk: Chunk, durable_ns: int, entries: int) -> None:
+        """A chunk's entries were appended between its first append and its hand-over to the
+        writer: each counts once, at the latency of the middle of that span (its bucket is exact
+        unless the span straddles a bound)."""
+        usec = (durable_ns - (chunk.started_ns + chunk.submitted_ns) // 2) // 1000
+        self._latency_counts[bisect.bisect_left(WRITE_LATENCY_BUCKETS_USEC, usec)] += entries
+        self._latency_sum_usec += usec * entries
 
     def _fail_appends(self, failed: list, outcome: BatchOutcome) -> None:
         """Fail the rest of the batch and every queued append (their ids are now wrong)."""
@@ -246,6 +298,53 @@ class ManagedLedger:
         """Payload bytes of retained durable entries (record headers excluded)."""
         return sum(info.data_bytes for info in self._ledgers.values())
 
+    @property
+    def write_latency(self) -> WriteLatency:
+        """Time from append() to durability of every entry appended since the ledger opened
+        (Pulsar's addEntryLatency buckets, never reset here)."""
+        return WriteLatency(WRITE_LATENCY_BUCKETS_USEC, tuple(self._latency_counts), self._latency_sum_usec)
+
+    @property
+    def entries_added(self) -> int:
+        """Entries made durable since the ledger was opened (Pulsar's entriesAddedCounter)."""
+        return self._entries_added
+
+    @property
+    def current_ledger_created_ms(self) -> int:
+        """When the current ledger began, ms since the epoch (its open time after a restart)."""
+        return self._current_created_ms
+
+    @property
+    def pending_appends(self) -> int:
+        """Appends queued or being written, not yet durable."""
+        batches = (self._in_flight or []) + self._pending
+        return sum(len(chunk.datas) for chunk, _ in batches)
+
+    def set_retention(self, minutes: int, size_mb: int) -> None:
+        """This ledger's retention (Pulsar semantics: 0 = none, -1 = unlimited) instead of the
+        config's, e.g. a namespace's retention policy; takes effect at the next trim, started now."""
+        self._retention = (minutes, size_mb)
+        self._trim()
+
+    def ledger_infos(self) -> list[LedgerInfo]:
+        """The retained ledgers, oldest first, the current one last."""
+        return [LedgerInfo(lid, info.entries, info.data_bytes, info.sealed_at_ms) for lid, info in self._ledgers.items()]
+
+    def nth_position(self, n: int, from_end: bool = False) -> Position | None:
+        """The n-th retained entry (1 = the first, or with from_end the last), None past the ends."""
+        spans = [(lid, info.entries) for lid, info in self._ledgers.items() if info.entries]
+        if from_end:
+            for lid, entries in reversed(spans):
+                if n <= entries:
+                    return Position(lid, entries - n)
+                n -= entries
+            return None
+        for lid, entries in spans:
+            if n <= entries:
+                return Position(lid, n - 1)
+            n -= entries
+        return None
+
     def next_valid_position(self, pos: Position) -> Position:
         """The position right after ``pos`` an entry has (or would get), crossing ledgers."""
         lid, eid = pos
@@ -279,6 +378,33 @@ class ManagedLedger:
             if hi >= lo:
                 total += hi - lo + 1
         return total
+
+    def size_between(self, start_exclusive: Position, end_inclusive: Position) -> int:
+        """Payload bytes of the retained entries ``p`` with ``start_exclusive < p <= end_inclusive``
+        (record headers excluded): a subscription's backlog size."""
+        total = 0
+        for lid in self._ledgers.irange(minimum=start_exclusive.ledger_id, maximum=end_inclusive.ledger_id):
+            info = self._ledgers[lid]
+            lo = start_exclusive.entry_id + 1 if lid == start_exclusive.ledger_id else 0
+            hi = min(end_inclusive.entry_id, info.entries - 1) if lid == end_inclusive.ledger_id else info.entries - 1
+            if hi >= lo:
+                end = info.offsets[hi + 1] if hi + 1 < info.entries else info.end_offset
+                total += end - info.offsets[lo] - segment.RECORD_OVERHEAD * (hi - lo + 1)
+        return total
+
+    def position_leaving_backlog(self, max_bytes: int) -> Position:
+        """The lowest position after which at most max_bytes of entries remain (the last confirmed
+        position when even the last entry is larger): where a backlog is cut down to max_bytes."""
+        position, remaining = self._lac, 0
+        for lid in reversed(self._ledgers.keys()):
+            info = self._ledgers[lid]
+            for entry_id in range(info.entries - 1, -1, -1):
+                end = info.offsets[entry_id + 1] if entry_id + 1 < info.entries else info.end_offset
+                remaining += end - info.offsets[entry_id] - segment.RECORD_OVERHEAD
+                if remaining > max_bytes:
+                    return position
+                position = self.previous_position(Position(lid, entry_id))
+        return position
 
     def advance(self, pos: Position, n: int) -> Position:
         """The position ``n`` retained entries after ``pos`` (stops at the last entry)."""
@@ -453,7 +579,7 @@ class ManagedLedger:
             return
         durable = list(self._cursors.values())
         slowest = min(c.persisted_mark_delete_position for c in durable) if durable else self._lac
-        cfg = self.config
+        minutes, size_mb = self._retention or (self.config.retention_time_minutes, self.config.retention_size_mb)
         now_ms = time.time() * 1000
         remaining = self.total_size
         for lid in list(self._ledgers.keys()):
@@ -463,9 +589,8 @@ class ManagedLedger:
             if info.entries and Position(lid, info.entries - 1) > slowest:
                 break
             remaining -= info.data_bytes
-            expired = cfg.retention_time_minutes >= 0 and \
-                now_ms - info.sealed_at_ms >= cfg.retention_time_minutes * 60_000
-            over_quota = cfg.retention_size_mb >= 0 and remaining >= cfg.retention_size_mb * MIB
+            expired = minutes >= 0 and now_ms - info.sealed_at_ms >= minutes * 60_000
+            over_quota = size_mb >= 0 and remaining >= size_mb * MIB
             if not (expired or over_quota):
                 break
             del self._ledgers[lid]

@@ -14,6 +14,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from array import array
 from dataclasses import dataclass, field
 from typing import Callable
@@ -32,6 +33,8 @@ class Chunk:
     first_entry: int
     datas: list = field(default_factory=list)
     nbytes: int = 0
+    started_ns: int = field(default_factory=time.monotonic_ns)  # first append (write latency)
+    submitted_ns: int = 0  # handed to the writer thread (set by the ledger)
 
 
 @dataclass

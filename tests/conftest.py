@@ -27,7 +27,8 @@ class BrokerThread:
     clients (the official pulsar package) can talk to it from the test thread."""
 
     def __init__(self, data_dir: Path, **settings):
-        self.settings = {"dataDir": str(data_dir), "brokerServicePort": 0, "bindAddress": "127.0.0.1", **settings}
+        self.settings = {"dataDir": str(data_dir), "brokerServicePort": 0, "webServicePort": 0,
+                         "bindAddress": "127.0.0.1", **settings}
         self.loop = asyncio.new_event_loop()
         self.broker: Broker | None = None
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -62,6 +63,9 @@ class BrokerThread:
         return self.topic_stats(topic)["subscriptions"][subscription]
 
     def stop(self) -> None:
+        """Stop the broker and its loop; a second call does nothing."""
+        if self.loop.is_closed():
+            return
         if self.broker is not None:
             self.call(self.broker.stop())
         self.loop.call_soon_threadsafe(self.loop.stop)
@@ -126,7 +130,8 @@ class BrokerProcess:
 
     def start(self, timeout: float = 20) -> "BrokerProcess":
         cmd = [sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(self.data_dir),
-               "--broker-service-port", str(self.port), "--bind-address", "127.0.0.1", *self.extra_args]
+               "--broker-service-port", str(self.port), "--web-service-port", "0", "--bind-address", "127.0.0.1",
+               *self.extra_args]
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout

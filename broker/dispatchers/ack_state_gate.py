@@ -22,13 +22,17 @@ log = logging.getLogger(__name__)
 
 
 class AckStateGate:
-    """cursor: the subscription's cursor; config: the broker's live settings; on_resume(): called
-    when a pause ends, so the dispatcher reads again."""
+    """cursor: the subscription's cursor; config: the broker's live settings (the range cap);
+    enabled(): whether dispatcherPauseOnAckStatePersistentEnabled is in force for this subscription
+    (its namespace's policy, else the setting); on_resume(): called when a pause ends, so the
+    dispatcher reads again."""
 
-    def __init__(self, name: str, cursor: "ManagedCursor", config: "BrokerConfig", on_resume: Callable[[], None]):
+    def __init__(self, name: str, cursor: "ManagedCursor", config: "BrokerConfig", enabled: Callable[[], bool],
+                 on_resume: Callable[[], None]):
         self.name = name
         self.cursor = cursor
         self.config = config
+        self.enabled = enabled
         self.on_resume = on_resume
         self.ranges_at_last_persist = cursor.individually_deleted_ranges_count
         self._was_blocked = False
@@ -38,7 +42,7 @@ class AckStateGate:
     def blocked(self) -> bool:
         """The PIP's isBlockedOnAckStatePersistent; always False with the feature off."""
         return (
-            self.config.dispatcher_pause_on_ack_state_persistent_enabled
+            self.enabled()
             and self.ranges_at_last_persist > self.config.managed_ledger_max_unacked_ranges_to_persist
         )
 

@@ -47,6 +47,7 @@ class Dispatcher:
         self._avg_messages_per_entry = 1.0
         self.closed = False
         self.delayed: DelayedDeliveryTracker | None = None  # Shared / Key_Shared with delayedDeliveryEnabled
+        self._told_end_of_topic: set[Consumer] = set()
 
     def enable_delayed_delivery(self, tick_ms: int, strict: bool) -> None:
         """Park entries whose deliver_at_time is in the future until they are due (broker/delayed_delivery.py)."""
@@ -104,7 +105,7 @@ class Dispatcher:
         if self.delayed is not None:
             self.delayed.clear()
         for consumer in self.consumers:
-            consumer.pending_acks.clear()
+            consumer.clear_pending()
 
     def close(self) -> None:
         self.closed = True
@@ -123,6 +124,18 @@ class Dispatcher:
             return
         if self._read_limit() > 0 and self._has_work():
             self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        else:
+            self._notify_end_of_topic()
+
+    def _notify_end_of_topic(self) -> None:
+        """When the topic is terminated and everything is read: REACHED_END_OF_TOPIC, once per
+        consumer (Pulsar sends it when a read finds no more entries on a terminated ledger)."""
+        if self.subscription.topic.terminated_at is None or self.redelivery or self.cursor.has_more_entries():
+            return
+        for consumer in self.consumers:
+            if consumer not in self._told_end_of_topic:
+                self._told_end_of_topic.add(consumer)
+                consumer.reached_end_of_topic()
 
     def _has_work(self) -> bool:
         return bool(self.redelivery) or (self._may_read_new() and self.cursor.has_more_entries())
@@ -138,6 +151,7 @@ class Dispatcher:
                 limit = self._read_limit()
                 if limit <= 0 or not self._has_work():
                     if not self._wanted:
+                        self._notify_end_of_topic()
                         return
                     continue
                 generation = self._generation

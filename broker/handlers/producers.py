@@ -11,6 +11,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from minipulsar.broker.access_modes import MODE_NAMES
+from minipulsar.broker.errors import BrokerError
 from minipulsar.broker.message_id import set_message_id
 from minipulsar.broker.producer import PendingPublish, Producer
 from minipulsar.broker.topic_name import TopicName
@@ -41,6 +42,8 @@ async def handle_producer(conn: "ServerConnection", frame: Frame) -> None:
         user_provided_name=request.user_provided_producer_name,
         metadata={kv.key: kv.value for kv in request.metadata},
     )
+    topic.check_not_terminated()  # TopicTerminatedError
+    await broker.backlog_quotas.check_producer(topic)  # ProducerBlockedQuotaExceeded*
     if topic.deduplication is not None:
         producer.last_sequence_id = topic.deduplication.last_sequence_id(name)
     if request.HasField("topic_epoch"):
@@ -111,7 +114,8 @@ def _on_published(conn: "ServerConnection", producer: Producer, pending: Pending
     conn.publish_finished()
     if pending.error is not None:
         log.error("%s: publish failed: %s", producer, pending.error)
-        _send_error(conn, pending, api.PersistenceError, f"failed to persist entry: {pending.error}", producer.producer_id)
+        code = pending.error.server_error if isinstance(pending.error, BrokerError) else api.PersistenceError
+        _send_error(conn, pending, code, f"failed to persist entry: {pending.error}", producer.producer_id)
         return
     receipt = api.CommandSendReceipt(producer_id=producer.producer_id, sequence_id=pending.sequence_id)
     if pending.highest_sequence_id:

@@ -62,31 +62,53 @@ class TopicReplication:
         broker = topic.broker
         self.clients = broker.replication
         self.config = broker.config
-        self.remotes = self.clients.settings.remotes_for(topic.name.namespace_name)
+        self.remotes = self.clients.remotes_for(topic.name.namespace_name)
         self.replicators: dict[str, Replicator] = {}
         self.controller: SnapshotController | None = None
         self.caches: dict[str, SnapshotCache] = {}
         self._tasks = BackgroundTasks(topic.name, log)
         self._closed = False
+        self._updating = asyncio.Lock()
         if self.remotes:
-            self._tasks.spawn(self._start())
+            self._tasks.spawn(self.update())
 
     @property
     def active(self) -> bool:
         return bool(self.remotes) and not self._closed
 
-    async def _start(self) -> None:
-        for remote in self.remotes:
-            replicator = Replicator(self, remote)
-            await replicator.start()
-            if self._closed:
+    async def update(self) -> None:
+        """Run a replicator for each remote the namespace replicates to now: start the new ones,
+        stop the removed ones and drop their cursors (their backlog is not wanted any more), and
+        run the PIP-33 snapshot controller while there is any."""
+        async with self._updating:
+            wanted = self.clients.remotes_for(self.topic.name.namespace_name)
+            for remote in [r for r in self.replicators if r not in wanted]:
+                replicator = self.replicators.pop(remote)
                 await replicator.close()
-                return
-            self.replicators[remote] = replicator
-        if self.config.enable_replicated_subscriptions:
+                await self.topic.ledger.delete_cursor(replicator.cursor_name)
+                log.info("%s: no longer replicating to %s", self.topic.name, remote)
+            for remote in [r for r in wanted if r not in self.replicators]:
+                if self._closed:
+                    return
+                replicator = Replicator(self, remote)
+                await replicator.start()
+                if self._closed:  # the topic closed meanwhile
+                    await replicator.close()
+                    return
+                self.replicators[remote] = replicator
+                log.info("%s: replicating to %s", self.topic.name, remote)
+            changed, self.remotes = wanted != self.remotes, wanted
+            await self._run_controller(bool(wanted) and self.config.enable_replicated_subscriptions, changed)
+
+    async def _run_controller(self, wanted: bool, remotes_changed: bool) -> None:
+        """The snapshot controller runs while there are remotes; a new set of remotes gets a new one
+        (a snapshot waits for an answer from every remote)."""
+        if self.controller is not None and (remotes_changed or not wanted):
+            controller, self.controller = self.controller, None
+            await controller.close()
+        if wanted and self.controller is None:
             self.controller = SnapshotController(self)
             self.controller.start()
-        log.info("%s: replicating to %s", self.topic.name, ", ".join(self.remotes))
 
     async def close(self) -> None:
         """Stop the controller and the replicators (their cursors stay, with their backlog)."""

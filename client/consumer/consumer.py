@@ -91,6 +91,11 @@ class Consumer:
         """The consumer name (given, or 10 random hex characters)."""
         return self._impls[0].consumer_name
 
+    def has_reached_end_of_topic(self) -> bool:
+        """True once every topic (partition) of this consumer was terminated and read to its end:
+        the broker sent REACHED_END_OF_TOPIC (Pulsar's Consumer.hasReachedEndOfTopic)."""
+        return all(impl.reached_end_of_topic for impl in self._impls)
+
     def is_connected(self) -> bool:
         """True when open and every partition consumer has a connection."""
         return not self._closed and all(impl.cnx is not None for impl in self._impls)

@@ -79,6 +79,7 @@ class PartitionConsumer(HandlerBase):
         self.queue_size = max(1, queue_size if queue_size is not None else conf.receiver_queue_size)
         self.epoch = 0
         self.available_permits = 0
+        self.reached_end_of_topic = False  # REACHED_END_OF_TOPIC received
         self.flow_threshold = max(1, self.queue_size // 2)  # C++: permits refilled at receiverQueueSize/2
         self.start_message_id = conf.start_message_id
         self.start_inclusive = conf.start_message_id_inclusive
@@ -256,6 +257,7 @@ class PartitionConsumer(HandlerBase):
 
     def on_reached_end_of_topic(self) -> None:
         log.info("%s: reached the end of a terminated topic", self)
+        self.reached_end_of_topic = True
 
     # ---- acknowledging ---------------------------------------------------------------------
     def acknowledge(self, message_id: MessageId) -> None:

@@ -113,7 +113,8 @@ def test_startup_line_and_data_dir_lock(broker_process):
     log = first.log_path.read_text()
     assert f"listening on 127.0.0.1:{first.port}" in log and str(first.data_dir) in log
     second = subprocess.run(
-        [sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(first.data_dir), "--broker-service-port", "0"],
+        [sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(first.data_dir), "--broker-service-port", "0",
+         "--web-service-port", "0"],
         cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert second.returncode != 0
     assert "lock" in second.stderr.lower() and str(first.data_dir) in second.stderr

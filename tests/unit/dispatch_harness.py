@@ -37,6 +37,9 @@ class RecordingConnection:
     def send_active_consumer_change(self, consumer_id, active) -> None:
         pass
 
+    def send_reached_end_of_topic(self, consumer_id) -> None:
+        pass
+
     def close_consumer_by_broker(self, consumer_id) -> None:
         self.consumer.close()
 

@@ -1,0 +1,73 @@
+"""The web service's lifecycle: an aiohttp application on the broker's event loop.
+
+It listens on bindAddress:webServicePort (0 picks a free port, as for brokerServicePort) and is
+started and stopped with the broker. Every route group registers itself in one RouteTable.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from minipulsar import __version__
+from minipulsar.broker.web import (brokers, lookup, metrics, namespace_policies, schemas, subscriptions, tenants,
+                                  topics)
+from minipulsar.broker.web.context import BROKER
+from minipulsar.broker.web.errors import error_middleware
+from minipulsar.broker.web.routes import OBJECT, RouteTable
+
+if TYPE_CHECKING:
+    from minipulsar.broker.server import Broker
+
+log = logging.getLogger(__name__)
+
+ROUTE_GROUPS = (lookup, brokers, tenants, namespace_policies, topics, subscriptions, schemas, metrics)
+
+
+def route_table() -> RouteTable:
+    """Every route the web service serves, the OpenAPI document's own included."""
+    table = RouteTable()
+    for group in ROUTE_GROUPS:
+        group.add_routes(table)
+    table.add("GET", "/admin/v2/openapi.json", _openapi, "this document (OpenAPI 3.0)", "meta", response=OBJECT)
+    return table
+
+
+OPENAPI: web.AppKey[dict] = web.AppKey("openapi")
+
+
+async def _openapi(request: web.Request) -> web.Response:
+    return web.json_response(request.app[OPENAPI])
+
+
+class WebService:
+    """broker: the Broker it serves; port: the bound port after start()."""
+
+    def __init__(self, broker: "Broker"):
+        self.broker = broker
+        self.port: int | None = None
+        self._runner: web.AppRunner | None = None
+
+    def application(self) -> web.Application:
+        table = route_table()
+        app = web.Application(middlewares=[error_middleware], client_max_size=self.broker.config.max_message_size * 2)
+        app[BROKER] = self.broker
+        app[OPENAPI] = table.openapi("minipulsar admin API", __version__)
+        table.register(app)
+        return app
+
+    async def start(self) -> None:
+        """Listen; raises OSError when the port is taken."""
+        config = self.broker.config
+        self._runner = web.AppRunner(self.application(), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, config.bind_address, config.web_service_port, reuse_address=True)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+        log.info("web service listening on %s:%d", config.bind_address, self.port)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None

@@ -1,0 +1,274 @@
+"""Topics: /admin/v2/persistent/{tenant}/{namespace}[/{topic}/...].
+
+List, create, delete (412 while clients are connected unless force=true), partition counts,
+stats, internal stats (the managed ledger and its cursors as Pulsar names them), the last message
+id, a message by position or by its place in the topic, and unload. JSON shapes and headers are
+Pulsar's. Source: Pulsar PersistentTopicsBase, PersistentTopicInternalStats, TopicStats.
+"""
+from __future__ import annotations
+
+import time
+
+from aiohttp import web
+
+from minipulsar.broker.entry_info import entry_info
+from minipulsar.broker.topic_name import TopicName
+from minipulsar.broker.web import internal_stats
+from minipulsar.broker.web.context import broker_of, json_body, no_content, query_bool
+from minipulsar.broker.web.errors import bad_request, not_found
+from minipulsar.broker.web.routes import OBJECT, STRING_LIST, Query, RouteTable
+from minipulsar.broker.web.topic_path import DOMAIN, TOPIC_PATH, namespace_name, topic_name
+from minipulsar.client.codec import decompress
+from minipulsar.proto.frames import split_headers_and_payload
+from minipulsar.storage import Position
+
+BASE = "/admin/v2" + TOPIC_PATH
+FORCE = Query("force", "boolean", "also when producers or consumers are connected (they are disconnected)")
+MESSAGE_ID = {"type": "object", "properties": {
+    "ledgerId": {"type": "integer"}, "entryId": {"type": "integer"}, "partitionIndex": {"type": "integer"},
+    "batchIndex": {"type": "integer"}}, "required": ["ledgerId", "entryId"]}
+BINARY = {"type": "string", "format": "binary"}
+
+
+def add_routes(table: RouteTable) -> None:
+    table.add("GET", f"/admin/v2/{DOMAIN}/{{tenant}}/{{namespace}}", list_topics,
+              "the topics of a namespace (partitions by their own names)", "topics", response=STRING_LIST)
+    table.add("GET", f"/admin/v2/{DOMAIN}/{{tenant}}/{{namespace}}/partitioned", list_partitioned,
+              "the partitioned topics of a namespace", "topics", response=STRING_LIST)
+    table.add("PUT", BASE, create_topic, "create a non-partitioned topic", "topics", status=204)
+    table.add("DELETE", BASE, delete_topic, "delete a topic", "topics", query=(FORCE,), status=204)
+    table.add("PUT", BASE + "/partitions", create_partitioned, "create a partitioned topic", "topics",
+              body={"type": "integer"}, status=204)
+    table.add("POST", BASE + "/partitions", update_partitions, "grow a partitioned topic's partition count",
+              "topics", body={"type": "integer"}, status=204)
+    table.add("DELETE", BASE + "/partitions", delete_partitioned, "delete a partitioned topic and its partitions",
+              "topics", query=(FORCE,), status=204)
+    table.add("GET", BASE + "/stats", stats, "a topic's stats (TopicStats)", "topics", response=OBJECT)
+    table.add("GET", BASE + "/partitioned-stats", partitioned_stats,
+              "a partitioned topic's stats, summed, and per partition", "topics",
+              query=(Query("perPartition", "boolean", "include each partition's stats (default true)"),),
+              response=OBJECT)
+    table.add("GET", BASE + "/internalStats", internal, "the managed ledger and its cursors", "topics",
+              response=OBJECT)
+    table.add("GET", BASE + "/partitioned-internalStats", partitioned_internal,
+              "each partition's internal stats", "topics", response=OBJECT)
+    table.add("GET", BASE + "/lastMessageId", last_message_id, "the id of the last message", "topics",
+              response=MESSAGE_ID)
+    table.add("GET", BASE + "/ledger/{ledgerId}/entry/{entryId}", message_by_id, "a message by its position",
+              "topics", response=BINARY)
+    table.add("GET", BASE + "/examinemessage", examine_message, "the n-th message from the start or the end",
+              "topics", query=(Query("initialPosition", description="earliest or latest (default latest)"),
+                               Query("messagePosition", "integer", "1 for the first (or last) message")),
+              response=BINARY)
+    table.add("PUT", BASE + "/unload", unload, "close the topic; clients reconnect", "topics", status=204)
+    table.add("POST", BASE + "/terminate", terminate, "take no more messages; answers the last message id",
+              "topics", response=MESSAGE_ID)
+    table.add("POST", BASE + "/terminate/partitions", terminate_partitions,
+              "terminate every partition; answers each one's last message id by partition index", "topics",
+              response={"type": "object", "additionalProperties": MESSAGE_ID})
+
+
+def int_param(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        raise bad_request(f"{what} must be an integer, not {text!r}") from None
+
+
+async def loaded_topic(request: web.Request):
+    """The topic of the path, loaded (never created); RestError 404 when it does not exist."""
+    broker = broker_of(request)
+    name = topic_name(request)
+    if not broker.topic_admin.exists(name):
+        raise not_found(f"Topic {name} not found")
+    return await broker.get_topic(name, create=False)
+
+
+# ---- listing and lifecycle -----------------------------------------------------------------
+async def list_topics(request: web.Request) -> web.Response:
+    broker = broker_of(request)
+    namespace = namespace_name(request)
+    broker.namespaces.check_namespace(namespace)
+    if request.match_info["domain"] != "persistent":
+        return web.json_response([])
+    return web.json_response(broker.list_topics(namespace))
+
+
+async def list_partitioned(request: web.Request) -> web.Response:
+    broker = broker_of(request)
+    namespace = namespace_name(request)
+    broker.namespaces.check_namespace(namespace)
+    return web.json_response(broker.topic_admin.partitioned_topics(namespace))
+
+
+async def create_topic(request: web.Request) -> web.Response:
+    await broker_of(request).topic_admin.create(topic_name(request))
+    return no_content()
+
+
+async def delete_topic(request: web.Request) -> web.Response:
+    await broker_of(request).topic_admin.delete(topic_name(request), query_bool(request, "force"))
+    return no_content()
+
+
+async def _partition_count(request: web.Request) -> int:
+    count = await json_body(request)
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise bad_request("the body must be the number of partitions, a JSON integer")
+    return count
+
+
+async def create_partitioned(request: web.Request) -> web.Response:
+    await broker_of(request).topic_admin.create_partitioned(topic_name(request), await _partition_count(request))
+    return no_content()
+
+
+async def update_partitions(request: web.Request) -> web.Response:
+    await broker_of(request).topic_admin.update_partitions(topic_name(request), await _partition_count(request))
+    return no_content()
+
+
+async def delete_partitioned(request: web.Request) -> web.Response:
+    await broker_of(request).topic_admin.delete_partitioned(topic_name(request), query_bool(request, "force"))
+    return no_content()
+
+
+async def unload(request: web.Request) -> web.Response:
+    await broker_of(request).topic_admin.unload(topic_name(request))
+    return no_content()
+
+
+async def terminate(request: web.Request) -> web.Response:
+    topic = await loaded_topic(request)
+    return web.json_response(_message_id_json(await topic.terminate(), topic.partition_index))
+
+
+async def terminate_partitions(request: web.Request) -> web.Response:
+    topics = await _existing_partition_topics(request)
+    answer = {}
+    for topic in topics.values():
+        answer[str(topic.partition_index)] = _message_id_json(await topic.terminate(), topic.partition_index)
+    return web.json_response(answer)
+
+
+def _message_id_json(position: Position, partition: int) -> dict:
+    """Pulsar's MessageIdImpl JSON."""
+    return {"ledgerId": position.ledger_id, "entryId": position.entry_id, "partitionIndex": partition}
+
+
+# ---- stats ---------------------------------------------------------------------------------
+async def stats(request: web.Request) -> web.Response:
+    return web.json_response((await loaded_topic(request)).stats())
+
+
+def _partitions(request: web.Request) -> list[TopicName]:
+    broker = broker_of(request)
+    name = topic_name(request)
+    count = broker.partition_count(name)
+    if not count:
+        raise not_found(f"Partitioned topic {name} not found")
+    return [name.partition(i) for i in range(count)]
+
+
+async def _existing_partition_topics(request: web.Request):
+    broker = broker_of(request)
+    return {str(p): await broker.get_topic(p, create=False)
+            for p in _partitions(request) if broker.topic_admin.exists(p)}
+
+
+async def partitioned_stats(request: web.Request) -> web.Response:
+    per_partition = {name: topic.stats() for name, topic in (await _existing_partition_topics(request)).items()}
+    result = _sum_stats(list(per_partition.values()))
+    result["metadata"] = {"partitions": len(_partitions(request))}
+    if query_bool(request, "perPartition", default=True):
+        result["partitions"] = per_partition
+    return web.json_response(result)
+
+
+def _sum_stats(parts: list[dict]) -> dict:
+    """Pulsar's PartitionedTopicStats: counters summed, subscriptions merged by name."""
+    total: dict = {"msgInCounter": 0, "storageSize": 0, "numberOfEntries": 0, "publishers": [], "subscriptions": {}}
+    for part in parts:
+        for key in ("msgInCounter", "storageSize", "numberOfEntries"):
+            total[key] += part.get(key, 0)
+        total["publishers"].extend(part["publishers"])
+        for name, sub in part["subscriptions"].items():
+            merged = total["subscriptions"].setdefault(name, {"msgBacklog": 0, "unackedMessages": 0, "consumers": []})
+            merged["msgBacklog"] += sub["msgBacklog"]
+            merged["unackedMessages"] += sub["unackedMessages"]
+            merged["consumers"].extend(sub["consumers"])
+    return total
+
+
+async def internal(request: web.Request) -> web.Response:
+    return web.json_response(internal_stats.of_topic(await loaded_topic(request)))
+
+
+async def partitioned_internal(request: web.Request) -> web.Response:
+    topics = await _existing_partition_topics(request)
+    return web.json_response({
+        "metadata": {"partitions": len(_partitions(request))},
+        "partitions": {name: internal_stats.of_topic(topic) for name, topic in topics.items()},
+    })
+
+
+# ---- messages ------------------------------------------------------------------------------
+async def last_message_id(request: web.Request) -> web.Response:
+    topic = await loaded_topic(request)
+    position, batch_index = await topic.last_message_id()
+    answer = _message_id_json(position, topic.partition_index)
+    if batch_index is not None:
+        answer["batchIndex"] = batch_index
+    return web.json_response(answer)
+
+
+async def message_by_id(request: web.Request) -> web.Response:
+    topic = await loaded_topic(request)
+    position = Position(int_param(request.match_info["ledgerId"], "ledgerId"), int_param(request.match_info["entryId"], "entryId"))
+    entry = await topic.ledger.read_entry(position)
+    if entry is None:
+        raise not_found(f"Message {position} not found in {topic.name}")
+    return _message_response(position, entry.data)
+
+
+async def examine_message(request: web.Request) -> web.Response:
+    topic = await loaded_topic(request)
+    n = int_param(request.query.get("messagePosition", "1"), "messagePosition")
+    if n < 1:
+        raise bad_request("messagePosition must be at least 1")
+    latest = request.query.get("initialPosition", "latest").lower() != "earliest"
+    position = topic.ledger.nth_position(n, from_end=latest)
+    entry = await topic.ledger.read_entry(position) if position is not None else None
+    if entry is None:
+        raise not_found(f"Could not examine message {n} from the {'latest' if latest else 'earliest'} "
+                        f"in {topic.name}: the topic has fewer messages")
+    return _message_response(position, entry.data)
+
+
+def _message_response(position: Position, data: bytes) -> web.Response:
+    """The payload (decompressed) with the metadata as X-Pulsar-* headers, as Pulsar answers."""
+    info = entry_info(data)
+    if info.metadata is None:
+        raise not_found(f"Message {position} is not readable")
+    metadata = info.metadata
+    headers = {"X-Pulsar-Message-ID": f"{position.ledger_id}:{position.entry_id}"}
+    for item in metadata.properties:
+        headers[f"X-Pulsar-PROPERTY-{item.key}"] = item.value
+    if metadata.HasField("publish_time"):
+        headers["X-Pulsar-publish-time"] = _date(metadata.publish_time)
+    if metadata.HasField("event_time"):
+        headers["X-Pulsar-event-time"] = _date(metadata.event_time)
+    if metadata.HasField("num_messages_in_batch"):
+        headers["X-Pulsar-num-batch-message"] = str(metadata.num_messages_in_batch)
+    if metadata.HasField("partition_key"):
+        headers["X-Pulsar-partition-key"] = metadata.partition_key
+    headers["X-Pulsar-producer-name"] = metadata.producer_name
+    headers["X-Pulsar-sequence-id"] = str(metadata.sequence_id)
+    payload = bytes(data[split_headers_and_payload(data).payload_offset:])
+    body = decompress(metadata.compression, payload, metadata.uncompressed_size)
+    return web.Response(body=body, headers=headers, content_type="application/octet-stream")
+
+
+def _date(millis: int) -> str:
+    """Pulsar's DateFormatter.format: ISO-8601 with milliseconds, UTC."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(millis / 1000)) + f".{millis % 1000:03d}Z"
