@@ -1,0 +1,127 @@
+"""How `minipulsar admin` talks to the web service and prints its answers, as pulsar-admin does.
+
+AdminClient sends each request with aiohttp's client (one session per command) to --admin-url.
+A 2xx answer is returned as parsed JSON (text when the server answers text, None when it answers
+no body). Any other answer raises AdminError carrying the server's {"reason": ...} and the status;
+an unreachable server raises AdminError naming the URL and the OS error, never a traceback.
+
+show() prints a value as pulsar-admin's CliCommand.print does: a string as it is, a list item by
+item (one per line), anything else as pretty-printed JSON.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from minipulsar.broker.commands.runtime import describe
+
+DEFAULT_ADMIN_URL = "http://127.0.0.1:8080"
+NO_BODY = object()  # a request without a body (distinct from a JSON null)
+
+
+class AdminError(Exception):
+    """A request that failed: the server's reason (with its HTTP status), or why the server could
+    not be reached. The message is the one line the command prints."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A successful answer: status, headers (case-insensitive) and the raw body."""
+
+    status: int
+    headers: Any
+    body: bytes
+
+
+class AdminClient:
+    """The admin REST API at `url` (scheme, host and port, as --admin-url); use as `async with`."""
+
+    def __init__(self, url: str, timeout_seconds: float):
+        self.url = url.rstrip("/")
+        self.timeout_seconds = timeout_seconds
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> "AdminClient":
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout_seconds))
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self._session.close()
+
+    async def get(self, path: str, **params: Any) -> Any:
+        return await self.call("GET", path, params=params)
+
+    async def put(self, path: str, body: Any = NO_BODY, **params: Any) -> Any:
+        return await self.call("PUT", path, body, params)
+
+    async def post(self, path: str, body: Any = NO_BODY, **params: Any) -> Any:
+        return await self.call("POST", path, body, params)
+
+    async def delete(self, path: str, **params: Any) -> Any:
+        return await self.call("DELETE", path, params=params)
+
+    async def call(self, method: str, path: str, body: Any = NO_BODY, params: dict | None = None) -> Any:
+        """The answer's JSON (its text when it is not JSON; None when it has no body)."""
+        answer = await self.send(method, path, body, params)
+        if not answer.body:
+            return None
+        if "json" in answer.headers.get("Content-Type", ""):
+            return json.loads(answer.body)
+        return answer.body.decode("utf-8", errors="replace")
+
+    async def send(self, method: str, path: str, body: Any = NO_BODY, params: dict | None = None) -> Answer:
+        """One request; path starts with '/' (path segments already quoted). None-valued params are
+        left out, booleans sent as true/false. Raises AdminError for anything but a 2xx answer."""
+        url = self.url + path
+        options: dict[str, Any] = {}
+        if body is not NO_BODY:
+            options["data"] = json.dumps(body)
+            options["headers"] = {"Content-Type": "application/json"}
+        query = {name: _query_value(value) for name, value in (params or {}).items() if value is not None}
+        if query:
+            options["params"] = query
+        try:
+            async with self._session.request(method, url, **options) as response:
+                data = await response.read()
+        except aiohttp.ClientConnectorError as exc:
+            raise AdminError(f"cannot connect to {self.url}: {exc.os_error}") from exc
+        except aiohttp.ClientError as exc:
+            raise AdminError(f"{method} {url} failed: {describe(exc)}") from exc
+        except asyncio.TimeoutError as exc:
+            raise AdminError(f"{method} {url}: no answer within {self.timeout_seconds:g} seconds "
+                             f"(--request-timeout)") from exc
+        if response.status >= 300:
+            raise AdminError(f"{_reason(data, response.reason)} (HTTP {response.status})")
+        return Answer(response.status, response.headers, data)
+
+
+def _query_value(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _reason(data: bytes, http_reason: str | None) -> str:
+    """The server's {"reason": ...}, else its text (first line), else the HTTP reason phrase."""
+    text = data.decode("utf-8", errors="replace").strip()
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("reason"), str):
+        text = parsed["reason"]
+    text = " ".join(text.split())
+    return text or http_reason or "(no reason given)"
+
+
+def show(value: Any) -> None:
+    """Print as pulsar-admin does: a string as is, a list item by item, others as pretty JSON."""
+    if isinstance(value, str):
+        print(value)
+    elif isinstance(value, list):
+        for item in value:
+            show(item)
+    else:
+        print(json.dumps(value, indent=2))

@@ -1,0 +1,84 @@
+"""`minipulsar broker [flags]`: run a broker until SIGTERM/SIGINT.
+
+Settings come from --config (broker.conf-style key=value lines with Pulsar key names), then
+MINIPULSAR_<key> environment variables, then the flags below. A bad value stops start-up with a
+message naming the key (exit status 2); a broker that cannot start (port taken, unreadable data
+folder) exits with status 1.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from minipulsar.broker.commands.runtime import configure_logging, install_uvloop
+from minipulsar.broker.config import ConfigError, build_config, env_overrides, parse_conf_file
+from minipulsar.broker.server import Broker
+from minipulsar.storage import StorageError
+
+log = logging.getLogger("minipulsar")
+
+# flag -> Pulsar config key
+_FLAGS = {
+    "data_dir": "dataDir",
+    "broker_service_port": "brokerServicePort",
+    "web_service_port": "webServicePort",
+    "bind_address": "bindAddress",
+    "advertised_address": "advertisedAddress",
+    "cluster_name": "clusterName",
+}
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register `broker` on the root parser's sub-commands; returns its parser."""
+    broker = subparsers.add_parser("broker", help="run a broker", description=__doc__.splitlines()[0])
+    broker.add_argument("--config", help="broker.conf-style file of key=value lines (Pulsar key names)")
+    broker.add_argument("--data-dir", help="where ledgers and cursors live (default ./data)")
+    broker.add_argument("--broker-service-port", help="binary protocol port (default 6650)")
+    broker.add_argument("--web-service-port", help="HTTP admin port (default 8080)")
+    broker.add_argument("--bind-address", help="address to listen on (default 0.0.0.0)")
+    broker.add_argument("--advertised-address", help="host clients are told to connect to")
+    broker.add_argument("--cluster-name", help="this broker's cluster name (default standalone)")
+    broker.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR (default INFO)")
+    broker.set_defaults(run=run)
+    return broker
+
+
+def load_config(args: argparse.Namespace):
+    """The BrokerConfig from file, environment and flags; raises ConfigError."""
+    file_values = parse_conf_file(args.config) if args.config else {}
+    flag_values = {key: getattr(args, attr) for attr, key in _FLAGS.items() if getattr(args, attr) is not None}
+    return build_config(file_values, env_overrides(os.environ), flag_values)
+
+
+async def run_broker(config) -> None:
+    """Run until SIGTERM or SIGINT, then shut down cleanly."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with Broker(config):
+        await stop.wait()
+        log.info("shutting down")
+
+
+def run(args: argparse.Namespace) -> int:
+    """The `broker` verb: 0 after a clean shutdown, 2 on a bad setting, 1 if it cannot start."""
+    configure_logging(args.log_level)
+    try:
+        config = load_config(args)
+    except ConfigError as exc:
+        print(f"minipulsar: {exc}", file=sys.stderr)
+        return 2
+    if config.extra:
+        log.info("ignoring config keys minipulsar does not use: %s", ", ".join(sorted(config.extra)))
+    install_uvloop()
+    try:
+        asyncio.run(run_broker(config))
+    except (StorageError, OSError, ConfigError) as exc:  # ConfigError: settings checked at start (listeners)
+        print(f"minipulsar: cannot start: {exc}", file=sys.stderr)
+        return 1
+    return 0
