@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from minipulsar import __version__
 from minipulsar.broker.commands import admin, broker, client, perf
 
 VERB_GROUPS = (broker, client, perf, admin)
@@ -21,6 +22,7 @@ VERB_GROUPS = (broker, client, perf, admin)
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="minipulsar", description="A broker that speaks the Apache Pulsar protocol.")
+    root.add_argument("--version", action="version", version=f"minipulsar {__version__}")
     commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in VERB_GROUPS:
         group.add_parser(commands)

@@ -9,6 +9,7 @@ ConfigError naming the key.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +117,29 @@ class BrokerConfig:
     @property
     def broker_service_url(self) -> str:
         return f"pulsar://{self.advertised_host}:{self.broker_service_port}"
+
+
+def _pulsar_keys() -> frozenset[str]:
+    """Apache Pulsar's broker.conf keys, shipped beside this module (pulsar_config_keys.txt)."""
+    text = (Path(__file__).parent / "pulsar_config_keys.txt").read_text()
+    return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+
+PULSAR_KEYS = _pulsar_keys()
+
+
+def unused_keys_report(extra: Mapping[str, str]) -> tuple[list[str], list[tuple[str, str | None]]]:
+    """Split keys minipulsar does not read into Pulsar's own (ignored, as a user's broker.conf carries
+    many) and unknown ones, each with the closest known key (difflib) or None: a typo to warn about."""
+    known = sorted(set(_FIELDS) | PULSAR_KEYS)
+    pulsar, unknown = [], []
+    for key in sorted(extra):
+        if key in PULSAR_KEYS:
+            pulsar.append(key)
+        else:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            unknown.append((key, close[0] if close else None))
+    return pulsar, unknown
 
 
 def runtime_values(config: BrokerConfig) -> dict[str, str]:

@@ -14,12 +14,14 @@ import os
 import signal
 import sys
 
+from minipulsar import __version__
 from minipulsar.broker.commands.runtime import configure_logging, install_uvloop
-from minipulsar.broker.config import ConfigError, build_config, env_overrides, parse_conf_file
+from minipulsar.broker.config import ConfigError, build_config, env_overrides, parse_conf_file, unused_keys_report
 from minipulsar.broker.server import Broker
 from minipulsar.storage import StorageError
 
 log = logging.getLogger("minipulsar")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 # flag -> Pulsar config key
 _FLAGS = {
@@ -42,9 +44,22 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     broker.add_argument("--bind-address", help="address to listen on (default 0.0.0.0)")
     broker.add_argument("--advertised-address", help="host clients are told to connect to")
     broker.add_argument("--cluster-name", help="this broker's cluster name (default standalone)")
-    broker.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR (default INFO)")
+    broker.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
+                        help="DEBUG, INFO, WARNING, ERROR (default INFO)")
+    broker.add_argument("--version", action="version", version=f"minipulsar {__version__}")
     broker.set_defaults(run=run)
     return broker
+
+
+def report_unused_keys(extra: dict[str, str]) -> None:
+    """One INFO line for Pulsar keys minipulsar does not use; a WARNING for each key that is
+    neither, naming the closest known key (most likely a typo: the setting has no effect)."""
+    pulsar, unknown = unused_keys_report(extra)
+    if pulsar:
+        log.info("ignoring Pulsar config keys minipulsar does not use: %s", ", ".join(pulsar))
+    for key, close in unknown:
+        hint = f"; did you mean {close}?" if close else ""
+        log.warning("config key %s is neither minipulsar's nor Pulsar's and has no effect%s", key, hint)
 
 
 def load_config(args: argparse.Namespace):
@@ -73,8 +88,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"minipulsar: {exc}", file=sys.stderr)
         return 2
-    if config.extra:
-        log.info("ignoring config keys minipulsar does not use: %s", ", ".join(sorted(config.extra)))
+    report_unused_keys(config.extra)
     install_uvloop()
     try:
         asyncio.run(run_broker(config))

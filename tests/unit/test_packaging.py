@@ -45,6 +45,7 @@ def test_wheel_holds_every_module_of_every_room(wheel: Path):
                 if "__pycache__" not in path.parts}
     assert expected - names == set()
     assert "minipulsar/proto/PulsarApi.proto" in names
+    assert "minipulsar/broker/pulsar_config_keys.txt" in names  # package data read at start-up
     assert not any(name.startswith("minipulsar/proto/regenerate") for name in names)  # a developer tool
 
 
