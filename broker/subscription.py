@@ -301,9 +301,11 @@ class Subscription:
         self.ack_state_gate.reset()
 
     async def reset_cursor_by_timestamp(self, timestamp: int) -> Position:
-        """Seek by publish time (ms since the epoch): to the entry after the newest one published at
-        or before timestamp (the first entry when none is); returns where the cursor was reset."""
-        found = await self.cursor.find_newest_matching(lambda data: publish_time_of(data) <= timestamp)
+        """Seek by publish time (ms since the epoch): to the first entry published at or after
+        timestamp, i.e. the entry after the newest one published before it (the first entry when
+        none is), so an entry of that very millisecond is delivered, as Pulsar's
+        PersistentMessageFinder; returns where the cursor was reset."""
+        found = await self.cursor.find_newest_matching(lambda data: publish_time_of(data) < timestamp)
         target = self.cursor.next_valid_position(found) if found is not None else EARLIEST
         self.reset_cursor(target)
         return self.cursor.read_position

@@ -120,3 +120,21 @@ def test_reader_seek_by_time_and_by_id(client, topic, broker):
     reader.seek(ids[1])
     assert read_all(reader, 2000) == [2, 3, 4, 5]
     reader.close()
+
+
+def test_seek_by_publish_time_delivers_the_messages_of_that_millisecond(client, topic):
+    """Pulsar resets to the first entry published at or after the timestamp: when several messages
+    share the sought millisecond, the first of them is the first delivered."""
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(300):  # sent without waiting: many share a millisecond
+        producer.send_async(str(i).encode(), None)
+    producer.flush()
+    consumer = client.subscribe(topic, "sub", initial_position=pulsar.InitialPosition.Earliest)
+    received = drain(consumer, 1000, ack=True)
+    assert len(received) == 300
+    times = [m.publish_timestamp() for m in received]
+    index = next(i for i in range(1, len(times)) if times[i] == times[i - 1] and times[i - 1] != times[0])
+    shared_ms = times[index]
+    first_of_ms = times.index(shared_ms)
+    consumer.seek(shared_ms)
+    assert int(consumer.receive(5000).data()) == first_of_ms

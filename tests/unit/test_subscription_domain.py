@@ -84,11 +84,12 @@ async def test_seek_by_message_id_clamps_and_disconnects(make_harness):
     assert subscription.cursor.read_position == positions[0]
 
 
-async def test_seek_by_publish_time_goes_after_the_newest_entry_at_or_before_it(make_harness):
+async def test_seek_by_publish_time_goes_to_the_first_entry_at_or_after_it(make_harness):
     harness = await make_harness()
     positions = [await publish(harness, publish_time=t) for t in (100, 200, 300)]
     subscription, _ = await consume(harness)
     assert await subscription.reset_cursor_by_timestamp(250) == positions[2]
+    assert await subscription.reset_cursor_by_timestamp(200) == positions[1]  # published at that very ms
     assert await subscription.reset_cursor_by_timestamp(50) == positions[0]
 
 
