@@ -80,14 +80,30 @@ def _same(stored: dict, schema: api.Schema) -> bool:
     return all(stored[k] == candidate[k] for k in ("type", "data", "properties"))
 
 
-def _parse_avro(stored: dict) -> avro.schema.Schema:
-    return avro.schema.parse(base64.b64decode(stored["data"]).decode("utf-8"))
+def _definition(stored: dict) -> str:
+    return base64.b64decode(stored["data"]).decode("utf-8")
+
+
+def _with_top_level_name_of(reader_text: str, writer_text: str) -> str:
+    """The reader's definition with the writer's top-level record name and namespace: Pulsar's check
+    (Java Avro's ValidateMutualRead, resolving records by their fields) does not compare the
+    top-level names, which Python avro's checker would."""
+    reader, writer = json.loads(reader_text), json.loads(writer_text)
+    if not (isinstance(reader, dict) and isinstance(writer, dict) and reader.get("type") == writer.get("type") == "record"):
+        return reader_text
+    for key in ("name", "namespace"):
+        reader.pop(key, None)
+        if key in writer:
+            reader[key] = writer[key]
+    return json.dumps(reader)
 
 
 def _can_read(reader: dict, writer: dict) -> str | None:
     """None when data written with `writer` can be read with `reader`, else the reason."""
     try:
-        result = ReaderWriterCompatibilityChecker().get_compatibility(_parse_avro(reader), _parse_avro(writer))
+        writer_text = _definition(writer)
+        reader_schema = avro.schema.parse(_with_top_level_name_of(_definition(reader), writer_text))
+        result = ReaderWriterCompatibilityChecker().get_compatibility(reader_schema, avro.schema.parse(writer_text))
     except (avro.errors.AvroException, ValueError, json.JSONDecodeError) as exc:
         return f"schema definition does not parse as Avro: {exc}"
     if result.compatibility is SchemaCompatibilityType.compatible:

@@ -124,3 +124,33 @@ def test_string_schema_round_trip(client, topic):
     message = consumer.receive(5000)
     assert message.value() == "héllo"
     assert message.schema_version().encode("latin-1") == (0).to_bytes(8, "big")
+
+
+def customer_v2():  # user_v2's fields under another top-level record name
+    class Customer(Record):
+        name = String(required=True)
+        age = Integer(required_default=True)
+    return Customer
+
+
+def customer_v3():  # user_v3's incompatible change under another record name
+    class Customer(Record):
+        name = Integer(required=True)
+    return Customer
+
+
+@pytest.mark.parametrize("strategy", ["BACKWARD", "FORWARD", "FULL", "FULL_TRANSITIVE"])
+def test_top_level_record_name_is_not_compared(broker_factory, strategy):
+    """Pulsar's Avro check (Java's ValidateMutualRead) resolves records by their fields, not by the
+    top-level record name: a renamed record with compatible fields is accepted, an incompatible
+    one is still refused."""
+    broker = broker_factory(schemaCompatibilityStrategy=strategy)
+    topic = f"persistent://public/default/renamed-{strategy.lower()}"
+    client = pulsar.Client(broker.url, operation_timeout_seconds=10, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        client.create_producer(topic, schema=AvroSchema(user_v1())).close()
+        client.create_producer(topic, schema=AvroSchema(customer_v2())).close()
+        with pytest.raises(pulsar.IncompatibleSchema):
+            client.create_producer(topic, schema=AvroSchema(customer_v3()))
+    finally:
+        client.close()
