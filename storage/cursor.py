@@ -246,6 +246,14 @@ class ManagedCursor:
             self._set_mark_delete(pos)
             self._schedule_persist()
 
+    def skip_trimmed(self, first: Position) -> None:
+        """Move the mark-delete position up to ``first`` (the first retained ledger's ``(L, -1)``)
+        when it lies below: the entries in between were trimmed. Called by the ledger after a trim."""
+        if self._closed or self._md >= first:
+            return
+        self._set_mark_delete(first)
+        self._schedule_persist()
+
     def clear_backlog(self) -> None:
         """Acknowledge everything: mark-delete = last confirmed position."""
         self.mark_delete(self._ledger.last_confirmed_position)

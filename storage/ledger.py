@@ -268,7 +268,8 @@ class ManagedLedger:
     # -- positions ---------------------------------------------------------------
     @property
     def last_confirmed_position(self) -> Position:
-        """Last durable entry; ``(current_ledger_id, -1)`` when the ledger never had entries."""
+        """Last durable entry; ``(current_ledger_id, -1)`` when the ledger never had entries or
+        retention trimmed every one of them."""
         return self._lac
 
     @property
@@ -581,6 +582,7 @@ class ManagedLedger:
         slowest = min(c.persisted_mark_delete_position for c in durable) if durable else self._lac
         minutes, size_mb = self._retention or (self.config.retention_time_minutes, self.config.retention_size_mb)
         now_ms = time.time() * 1000
+        trimmed = False
         remaining = self.total_size
         for lid in list(self._ledgers.keys()):
             if lid >= self._current_id:
@@ -595,7 +597,20 @@ class ManagedLedger:
                 break
             del self._ledgers[lid]
             self._writer.delete_ledger(lid)
+            trimmed = True
             log.info("ledger %s: trimming consumed ledger %d (%d entries)", self.name, lid, info.entries)
+        if trimmed:
+            self._after_trim()
+
+    def _after_trim(self) -> None:
+        """With every entry trimmed, the last confirmed position is the current ledger's (L, -1), so
+        nobody is promised an entry no read can return; cursors below the first retained ledger
+        move up to it (Pulsar's advanceCursorsIfNecessary)."""
+        if self.number_of_entries == 0 and self._lac.ledger_id < self._current_id:
+            self._lac = Position(self._current_id, -1)
+        first = Position(self._ledgers.keys()[0], -1)
+        for cursor in list(self._cursors.values()):
+            cursor.skip_trimmed(first)
 
     # -- close / delete ------------------------------------------------------------
     def _check_open(self) -> None:

@@ -138,3 +138,30 @@ def test_seek_by_publish_time_delivers_the_messages_of_that_millisecond(client, 
     first_of_ms = times.index(shared_ms)
     consumer.seek(shared_ms)
     assert int(consumer.receive(5000).data()) == first_of_ms
+
+
+def test_reader_on_a_fully_trimmed_topic_is_promised_nothing(broker_factory, tmp_path, topic):
+    """Retention trimmed the topic's only ledger at restart: GET_LAST_MESSAGE_ID names the current
+    ledger with entry -1, so has_message_available() says no instead of promising a message that
+    read_next could never return (the hang Apache Pulsar can show, apache/pulsar#8725)."""
+    first = broker_factory(data_dir=tmp_path / "d")
+    client = pulsar.Client(first.url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    consumer = client.subscribe(topic, "sub")
+    producer = client.create_producer(topic)
+    for _ in range(3):
+        producer.send(b"x")
+    for _ in range(3):
+        consumer.acknowledge(consumer.receive(5000))
+    wait_for(lambda: first.subscription_stats(topic, "sub")["msgBacklog"] == 0, "the acks to reach the broker")
+    client.close()
+    first.stop()
+    second = broker_factory(data_dir=tmp_path / "d")
+    client = pulsar.Client(second.url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        reader = client.create_reader(topic, pulsar.MessageId.earliest)
+        assert second.topic_stats(topic)["numberOfEntries"] == 0
+        assert not reader.has_message_available()
+        client.create_producer(topic).send(b"new")
+        assert reader.has_message_available() and reader.read_next(5000).data() == b"new"
+    finally:
+        client.close()

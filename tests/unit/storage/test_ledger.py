@@ -183,3 +183,19 @@ async def test_group_commit_batches_many_appends_per_sync(make_factory):
     await asyncio.gather(*[ml.add_entry(b"x") for _ in range(2000)])
     assert sum(batches) == 2000
     assert len(batches) < 2000 / 10  # many appends share one write + fdatasync
+
+
+async def test_trimming_everything_leaves_nothing_promised_and_moves_cursors(make_factory, tmp_path):
+    """Pulsar's advanceCursorsIfNecessary: after a trim, the last confirmed position is the current
+    ledger's (L, -1) when no entry is retained, and cursors below the first retained ledger move up."""
+    f = await make_factory(max_entries_per_ledger=2)
+    ml = await f.open("t")
+    cursor = await ml.open_cursor("sub", "earliest")
+    positions = [await ml.add_entry(b"%d" % i) for i in range(4)]  # ledgers of 2 entries each
+    cursor.mark_delete(positions[-1])
+    await cursor.flush()  # the persist lets the sealed ledgers go
+    await ml.close()
+    ml = await f.open("t")  # reopening rolls over: every entry is in a sealed, consumed ledger
+    assert ml.number_of_entries == 0
+    assert ml.last_confirmed_position == Position(ml.current_ledger_id, -1)
+    assert ml.cursors["sub"].mark_delete_position == Position(ml.ledger_ids[0], -1)
