@@ -75,6 +75,7 @@ class BrokerConfig:
     broker_deduplication_entries_interval: int = 1000  # brokerDeduplicationEntriesInterval (entries between snapshots)
     broker_deduplication_snapshot_interval_seconds: int = 120  # brokerDeduplicationSnapshotIntervalSeconds
     acknowledgment_at_batch_index_level_enabled: bool = False  # acknowledgmentAtBatchIndexLevelEnabled
+    subscription_redelivery_tracker_enabled: bool = True  # subscriptionRedeliveryTrackerEnabled
     advertised_listeners: str = ""  # advertisedListeners: "name:pulsar://host:port,other:pulsar://host:port"
     internal_listener_name: str = ""  # internalListenerName (default: the first advertised listener)
     schema_compatibility_strategy: str = "FULL"  # schemaCompatibilityStrategy

@@ -32,13 +32,15 @@ class Dispatcher:
     waiting to be sent again; redelivery_tracker: how often each position was redelivered."""
 
     pauses_on_ack_state = False  # PIP-299 applies to multi-consumer dispatchers only
+    counts_redeliveries = True  # Pulsar disables the redelivery tracker of single-active dispatchers
 
     def __init__(self, subscription: "Subscription", max_read_entries: int, max_read_bytes: int):
         self.subscription = subscription
         self.cursor = subscription.cursor
         self.consumers: list[Consumer] = []
         self.redelivery = RedeliverySet()
-        self.redelivery_tracker = RedeliveryTracker()
+        self.redelivery_tracker = RedeliveryTracker(
+            self.counts_redeliveries and subscription.topic.broker.config.subscription_redelivery_tracker_enabled)
         self.max_read_entries = max_read_entries
         self.max_read_bytes = max_read_bytes
         self._read_task: asyncio.Task | None = None

@@ -1,8 +1,11 @@
 """Redelivery counts: how often each entry went back to a consumer, as CommandMessage.redelivery_count.
 
-An entry's count grows when its consumer asks for its redelivery (negative ack, ack timeout) and
-is forgotten once the entry is acknowledged or the cursor is reset. Kept in memory by the
-dispatcher, as Pulsar's InMemoryRedeliveryTracker is (subscriptionRedeliveryTrackerEnabled).
+As Pulsar's InMemoryRedeliveryTracker: an entry's count grows when its consumer asks for its
+redelivery (negative ack, ack timeout, redeliver_unacknowledged_messages), not when a consumer
+disconnects with entries unacknowledged, and is forgotten once the entry is acknowledged or the
+cursor is reset. Kept in memory by the dispatcher. A disabled tracker counts nothing (always 0), as
+Pulsar's RedeliveryTrackerDisabled on Exclusive and Failover subscriptions and everywhere with
+subscriptionRedeliveryTrackerEnabled=false.
 """
 from __future__ import annotations
 
@@ -12,16 +15,18 @@ from minipulsar.storage import Position
 
 
 class RedeliveryTracker:
-    """Position -> redelivery count (0 for positions never redelivered)."""
+    """Position -> redelivery count (0 for positions never redelivered); enabled False: always 0."""
 
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
         self._counts: dict[Position, int] = {}
 
     def __len__(self) -> int:
         return len(self._counts)
 
     def increment(self, position: Position) -> None:
-        self._counts[position] = self._counts.get(position, 0) + 1
+        if self.enabled:
+            self._counts[position] = self._counts.get(position, 0) + 1
 
     def count(self, position: Position) -> int:
         return self._counts.get(position, 0)

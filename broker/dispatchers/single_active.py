@@ -20,7 +20,10 @@ if TYPE_CHECKING:
 
 
 class SingleActiveConsumerDispatcher(Dispatcher):
-    """failover: False for Exclusive (one consumer only), True for Failover."""
+    """failover: False for Exclusive (one consumer only), True for Failover. Redeliveries are not
+    counted (redelivery_count stays 0), as Pulsar's PersistentDispatcherSingleActiveConsumer."""
+
+    counts_redeliveries = False
 
     def __init__(self, subscription, max_read_entries: int, max_read_bytes: int, failover: bool):
         super().__init__(subscription, max_read_entries, max_read_bytes)
