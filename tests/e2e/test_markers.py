@@ -80,7 +80,8 @@ def test_no_markers_when_idle_or_without_replicated_subscriptions(broker_process
     ca.subscribe(plain, "p")  # not replicated (the official client sends false)
     _paced(ca.create_producer(replicated), "r", 100)
     _paced(ca.create_producer(plain), "p", 100)
-    # Kept, no state shows it: quiescence (last snapshot round ends, its markers replicate); processes expose no stats.
+    # Kept: no stat marks the end of the last snapshot round (its markers replicate after the data), so
+    # quiescence is an idle period here, not synchronisation on a state.
     time.sleep(1.5)
     ca.close()
     for proc in procs.values():
