@@ -21,6 +21,8 @@ from minipulsar.broker.topic_name import TopicName
 
 ROOT = Path(__file__).resolve().parent.parent
 
+pytest_plugins = ["pytester"]  # tests/integration/test_testing_plugin.py runs a project of its own
+
 
 class BrokerThread:
     """An in-process Broker running on its own event loop in a background thread, so blocking
