@@ -7,21 +7,13 @@ under-replication) carry the values a standalone Pulsar shows for them.
 """
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
-from minipulsar.storage import ManagedCursor, Position
+from minipulsar.broker.web.formats import date_text, position_text
+from minipulsar.storage import ManagedCursor
 
 if TYPE_CHECKING:
     from minipulsar.broker.topic import PersistentTopic
-
-
-def _position(position: Position) -> str:
-    return f"{position.ledger_id}:{position.entry_id}"
-
-
-def _date(millis: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(millis / 1000)) + f".{millis % 1000:03d}Z"
 
 
 def of_topic(topic: "PersistentTopic") -> dict:
@@ -38,10 +30,10 @@ def of_topic(topic: "PersistentTopic") -> dict:
         "totalSize": ledger.total_size,
         "currentLedgerEntries": current.entries,
         "currentLedgerSize": current.size,
-        "lastLedgerCreatedTimestamp": _date(ledger.current_ledger_created_ms),
+        "lastLedgerCreatedTimestamp": date_text(ledger.current_ledger_created_ms),
         "waitingCursorsCount": 0,
         "pendingAddEntriesCount": ledger.pending_appends,
-        "lastConfirmedEntry": _position(ledger.last_confirmed_position),
+        "lastConfirmedEntry": position_text(ledger.last_confirmed_position),
         "state": "LedgerOpened",
         "ledgers": [{"ledgerId": info.ledger_id, "entries": info.entries, "size": info.size, "offloaded": False,
                      "underReplicated": False} for info in infos],
@@ -52,10 +44,10 @@ def of_topic(topic: "PersistentTopic") -> dict:
 
 def of_cursor(cursor: ManagedCursor, count_between) -> dict:
     md, read = cursor.mark_delete_position, cursor.read_position
-    ranges = ",".join(f"({_position(lo)}..{_position(hi)}]" for lo, hi in cursor.individually_deleted_ranges())
+    ranges = ",".join(f"({position_text(lo)}..{position_text(hi)}]" for lo, hi in cursor.individually_deleted_ranges())
     return {
-        "markDeletePosition": _position(md),
-        "readPosition": _position(read),
+        "markDeletePosition": position_text(md),
+        "readPosition": position_text(read),
         "waitingReadOp": False,
         "pendingReadOps": 0,
         "messagesConsumedCounter": 0,

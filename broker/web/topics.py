@@ -7,8 +7,6 @@ Pulsar's. Source: Pulsar PersistentTopicsBase, PersistentTopicInternalStats, Top
 """
 from __future__ import annotations
 
-import time
-
 from aiohttp import web
 
 from minipulsar.broker.entry_info import entry_info
@@ -16,6 +14,7 @@ from minipulsar.broker.topic_name import TopicName
 from minipulsar.broker.web import internal_stats
 from minipulsar.broker.web.context import broker_of, json_body, no_content, query_bool
 from minipulsar.broker.web.errors import bad_request, not_found
+from minipulsar.broker.web.formats import date_text, position_text
 from minipulsar.broker.web.routes import OBJECT, STRING_LIST, Query, RouteTable
 from minipulsar.broker.web.topic_path import DOMAIN, TOPIC_PATH, namespace_name, topic_name
 from minipulsar.client.codec import decompress
@@ -251,13 +250,13 @@ def _message_response(position: Position, data: bytes) -> web.Response:
     if info.metadata is None:
         raise not_found(f"Message {position} is not readable")
     metadata = info.metadata
-    headers = {"X-Pulsar-Message-ID": f"{position.ledger_id}:{position.entry_id}"}
+    headers = {"X-Pulsar-Message-ID": position_text(position)}
     for item in metadata.properties:
         headers[f"X-Pulsar-PROPERTY-{item.key}"] = item.value
     if metadata.HasField("publish_time"):
-        headers["X-Pulsar-publish-time"] = _date(metadata.publish_time)
+        headers["X-Pulsar-publish-time"] = date_text(metadata.publish_time)
     if metadata.HasField("event_time"):
-        headers["X-Pulsar-event-time"] = _date(metadata.event_time)
+        headers["X-Pulsar-event-time"] = date_text(metadata.event_time)
     if metadata.HasField("num_messages_in_batch"):
         headers["X-Pulsar-num-batch-message"] = str(metadata.num_messages_in_batch)
     if metadata.HasField("partition_key"):
@@ -267,8 +266,3 @@ def _message_response(position: Position, data: bytes) -> web.Response:
     payload = bytes(data[split_headers_and_payload(data).payload_offset:])
     body = decompress(metadata.compression, payload, metadata.uncompressed_size)
     return web.Response(body=body, headers=headers, content_type="application/octet-stream")
-
-
-def _date(millis: int) -> str:
-    """Pulsar's DateFormatter.format: ISO-8601 with milliseconds, UTC."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(millis / 1000)) + f".{millis % 1000:03d}Z"
