@@ -65,9 +65,9 @@ class BacklogQuotas:
 
     def quotas(self, namespace: str) -> dict[str, dict]:
         """{quota type: quota} in force for the namespace (its own map, else the defaults)."""
-        stored = self.broker.namespaces.policies(namespace) or {}
-        if stored.get("backlog_quota_map"):
-            return stored["backlog_quota_map"]
+        stored = self.broker.policies.get(namespace, "backlogQuota")
+        if stored:
+            return stored
         config = self.broker.config
         default = {"limitSize": config.backlog_quota_default_limit_bytes,
                    "limitTime": config.backlog_quota_default_limit_second,

@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from minipulsar.broker.backlog_quota import QUOTA_TYPES, parse_quota
 from minipulsar.broker.config import SCHEMA_STRATEGIES
 
 if TYPE_CHECKING:
@@ -65,6 +66,16 @@ def _cluster_names(value: Any) -> list[str]:
     return sorted(set(value))
 
 
+def _backlog_quotas(value: Any) -> dict | None:
+    """{quota type: BacklogQuota}; an empty map means none (the broker's defaults)."""
+    if not isinstance(value, dict) or not all(kind in QUOTA_TYPES for kind in value):
+        raise PolicyError(f"expected a map of {', '.join(QUOTA_TYPES)} to BacklogQuota, got {value!r}")
+    try:
+        return {kind: parse_quota(quota) for kind, quota in value.items()} or None
+    except ValueError as exc:
+        raise PolicyError(str(exc)) from exc
+
+
 def _retention(value: Any) -> dict:
     """RetentionPolicies; -1 = unlimited, and both 0 or both non-zero, as Pulsar validates."""
     fields = ("retentionTimeInMinutes", "retentionSizeInMB")
@@ -105,6 +116,7 @@ POLICIES = {
     "retention": Policy("retention_policies", _retention),
     "isAllowAutoUpdateSchema": Policy("is_allow_auto_update_schema", _bool),
     "replication": Policy("replication_clusters", _cluster_names),
+    "backlogQuota": Policy("backlog_quota_map", _backlog_quotas),
 }
 
 
@@ -152,7 +164,7 @@ class NamespacePolicies:
         self.broker.namespaces.put_namespace(namespace, policies)
         await self.broker.metadata.save()
         log.info("namespace %s: %s = %r", namespace, name, value)
-        await self.broker.apply_namespace_policies(namespace)
+        await self.broker.apply_namespace_policies(namespace, name)
 
     def _effective(self, namespace: str, name: str, default: Any) -> Any:
         value = self.get(namespace, name)

@@ -176,13 +176,14 @@ class Broker:
                     moved += await subscription.expire_messages(ttl)
         return moved
 
-    async def apply_namespace_policies(self, namespace: str) -> None:
-        """A namespace policy changed: the loaded topics of the namespace take it up now, and
-        replication follows the namespace's replication clusters."""
+    async def apply_namespace_policies(self, namespace: str, policy: str) -> None:
+        """The namespace's `policy` changed: its loaded topics take it up now; a change of its
+        replication clusters also starts and stops replicators (which lists the stored topics)."""
         for topic in list(self.topics.values()):
             if topic.name.namespace_name == namespace:
                 await topic.apply_policies()
-        await self.replication.reconfigure()
+        if policy == "replication":
+            await self.replication.reconfigure()
 
     def spawn(self, coro) -> None:
         """Run a background coroutine the broker waits for at shutdown; errors are logged."""

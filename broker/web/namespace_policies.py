@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from minipulsar.broker.backlog_quota import QUOTA_TYPES, RETENTION_POLICIES, parse_quota
+from minipulsar.broker.backlog_quota import QUOTA_TYPES, RETENTION_POLICIES
 from minipulsar.broker.namespace_policies import PolicyError
 from minipulsar.broker.web.context import broker_of, json_body, no_content
 from minipulsar.broker.web.errors import bad_request, not_found, precondition_failed
@@ -125,16 +125,12 @@ def _quota_type(request: web.Request) -> str:
 
 async def get_backlog_quotas(request: web.Request) -> web.Response:
     namespace = _existing_namespace(request)
-    return web.json_response(broker_of(request).namespaces.policies(namespace).get("backlog_quota_map", {}))
+    return web.json_response(broker_of(request).policies.get(namespace, "backlogQuota") or {})
 
 
 async def set_backlog_quota(request: web.Request) -> web.Response:
     namespace, kind = _existing_namespace(request), _quota_type(request)
-    try:
-        quota = parse_quota(await json_body(request))
-    except ValueError as exc:
-        raise bad_request(f"Invalid backlog quota: {exc}") from exc
-    await _store_quotas(request, namespace, {**_quotas(request, namespace), kind: quota})
+    await _store_quotas(request, namespace, {**_quotas(request, namespace), kind: await json_body(request)})
     return no_content()
 
 
@@ -147,12 +143,11 @@ async def remove_backlog_quota(request: web.Request) -> web.Response:
 
 
 def _quotas(request: web.Request, namespace: str) -> dict:
-    return dict(broker_of(request).namespaces.policies(namespace).get("backlog_quota_map", {}))
+    return dict(broker_of(request).policies.get(namespace, "backlogQuota") or {})
 
 
 async def _store_quotas(request: web.Request, namespace: str, quotas: dict) -> None:
-    broker = broker_of(request)
-    policies = dict(broker.namespaces.policies(namespace))
-    policies["backlog_quota_map"] = quotas
-    broker.namespaces.put_namespace(namespace, policies)
-    await broker.metadata.save()
+    try:
+        await broker_of(request).policies.set(namespace, "backlogQuota", quotas)
+    except PolicyError as exc:
+        raise bad_request(f"Invalid backlog quota: {exc}") from exc
