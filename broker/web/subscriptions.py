@@ -111,10 +111,7 @@ async def reset_to_id(request: web.Request) -> web.Response:
 
 async def skip(request: web.Request) -> web.Response:
     subscription = await _subscription(request)
-    count = int_param(request.match_info["numMessages"], "numMessages")
-    if count < 0:
-        raise bad_request("numMessages must not be negative")
-    subscription.skip_entries(count)
+    subscription.skip_entries(int_param(request.match_info["numMessages"], "numMessages", minimum=0))
     return no_content()
 
 
@@ -125,10 +122,8 @@ async def skip_all(request: web.Request) -> web.Response:
 
 async def expire(request: web.Request) -> web.Response:
     subscription = await _subscription(request)
-    seconds = int_param(request.match_info["expireTimeInSeconds"], "expireTimeInSeconds")
-    if seconds < 0:
-        raise bad_request("expireTimeInSeconds must not be negative")
-    await subscription.expire_messages(seconds)
+    await subscription.expire_messages(int_param(request.match_info["expireTimeInSeconds"], "expireTimeInSeconds",
+                                                 minimum=0))
     return no_content()
 
 

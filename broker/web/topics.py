@@ -67,11 +67,16 @@ def add_routes(table: RouteTable) -> None:
               response={"type": "object", "additionalProperties": MESSAGE_ID})
 
 
-def int_param(text: str, what: str) -> int:
+def int_param(text: str, what: str, minimum: int | None = None) -> int:
+    """A path or query parameter as an int; RestError 400 naming `what` when it is not one, or is
+    below minimum."""
     try:
-        return int(text)
+        value = int(text)
     except (TypeError, ValueError):
         raise bad_request(f"{what} must be an integer, not {text!r}") from None
+    if minimum is not None and value < minimum:
+        raise bad_request(f"{what} must be at least {minimum}, not {value}")
+    return value
 
 
 async def loaded_topic(request: web.Request):
@@ -232,9 +237,7 @@ async def message_by_id(request: web.Request) -> web.Response:
 
 async def examine_message(request: web.Request) -> web.Response:
     topic = await loaded_topic(request)
-    n = int_param(request.query.get("messagePosition", "1"), "messagePosition")
-    if n < 1:
-        raise bad_request("messagePosition must be at least 1")
+    n = int_param(request.query.get("messagePosition", "1"), "messagePosition", minimum=1)
     latest = request.query.get("initialPosition", "latest").lower() != "earliest"
     position = topic.ledger.nth_position(n, from_end=latest)
     entry = await topic.ledger.read_entry(position) if position is not None else None
