@@ -92,6 +92,10 @@ class BrokerConfig:
     backlog_quota_default_retention_policy: str = "producer_request_hold"  # backlogQuotaDefaultRetentionPolicy
     # subscriptionTypesEnabled: Pulsar's four, plus Key_Failover, which only minipulsar has
     subscription_types_enabled: str = "Exclusive,Shared,Failover,Key_Shared,Key_Failover"
+    # ---- topic compaction and non-persistent topics ----
+    broker_service_compaction_threshold_in_bytes: int = 0  # brokerServiceCompactionThresholdInBytes (0 = off)
+    broker_service_compaction_monitor_interval_in_seconds: int = 60  # brokerServiceCompactionMonitorIntervalInSeconds
+    enable_non_persistent_topics: bool = True  # enableNonPersistentTopics
     expose_topic_level_metrics_in_prometheus: bool = True  # exposeTopicLevelMetricsInPrometheus (false: per namespace)
     extra: dict[str, str] = field(default_factory=dict)  # unknown keys, kept so they can be reported
 
@@ -202,6 +206,8 @@ _VALIDATORS = {
     "backlogQuotaDefaultLimitSecond": lambda v: v >= -1,
     "backlogQuotaDefaultRetentionPolicy": lambda v: v in (
         "producer_request_hold", "producer_exception", "consumer_backlog_eviction"),
+    "brokerServiceCompactionThresholdInBytes": lambda v: v >= 0,
+    "brokerServiceCompactionMonitorIntervalInSeconds": lambda v: v >= 1,
     "subscriptionTypesEnabled": lambda v: bool(v.strip()) and all(
         t.strip() in ("Exclusive", "Shared", "Failover", "Key_Shared", "Key_Failover") for t in v.split(",") if t.strip()),
 }
