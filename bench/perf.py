@@ -5,6 +5,7 @@
     python bench/perf.py --embedded            # also start a minipulsar broker process on a temp dir
     python bench/perf.py --embedded --key-shared 4 --keys 1000   # Key_Shared: 4 consumers, 1000 keys
     python bench/perf.py --embedded --client bundled             # the bundled asyncio client instead
+    python bench/perf.py --compare [--rounds 2]   # minipulsar vs pulsar-lite vs the null broker
 
 For each URL and for batching off and on it publishes --messages messages of --size bytes with
 send_async (at most --max-pending in flight), records the publish latency (send_async call to its
@@ -12,11 +13,18 @@ callback) of every 20th message, then consumes them all on an Exclusive subscrip
 before publishing.
 Prints msg/s, MB/s and publish latency p50/p99/p99.9 in ms, with the official pulsar client
 (or, with --client bundled, msg/s and MB/s of the bundled client from bench/perf_bundled.py).
+
+--compare instead starts minipulsar (fsync on), pulsar-lite and the storage-less null broker
+(bench/null_broker) in alternating rounds and prints a table of median msg/s, ratio to pulsar-lite
+and percentage of the null broker's ceiling (bench/perf_compare.py). It defaults to 100,000
+messages of 100 bytes (500,000 for the batched figures, --batched-messages); the other modes
+default to 50,000 of 1,024.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 import socket
 import subprocess
 import sys
@@ -182,16 +190,32 @@ def main() -> None:
     parser.add_argument("--url", action="append", default=[], help="broker service URL; repeat to compare")
     parser.add_argument("--embedded", action="store_true", help="also start a minipulsar broker process")
     parser.add_argument("--client", choices=("official", "bundled"), default="official")
-    parser.add_argument("--messages", type=int, default=50000)
-    parser.add_argument("--size", type=int, default=1024, help="payload bytes")
+    parser.add_argument("--messages", type=int, help="messages per figure (50000; 100000 with --compare)")
+    parser.add_argument("--size", type=int, help="payload bytes (1024; 100 with --compare)")
     parser.add_argument("--max-pending", type=int, default=5000)
     parser.add_argument("--key-shared", type=int, default=0, metavar="N",
                         help="instead: N Key_Shared consumers receiving while a producer publishes")
     parser.add_argument("--keys", type=int, default=1000, help="distinct keys in --key-shared mode")
+    parser.add_argument("--compare", action="store_true",
+                        help="instead: minipulsar, pulsar-lite and the null broker in alternating rounds")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of --compare (default 2)")
+    parser.add_argument("--batched-messages", type=int, default=500_000,
+                        help="messages per batched figure of --compare (default 500000)")
+    parser.add_argument("--null-batch", type=int, default=1000,
+                        help="messages per entry the null broker serves to batched consumers (--compare)")
     args = parser.parse_args()
+    if args.messages is None:
+        args.messages = 100_000 if args.compare else 50_000
+    if args.size is None:
+        args.size = 100 if args.compare else 1024
+    print(f"command: python {shlex.join(sys.argv)}", flush=True)
+    if args.compare:
+        import perf_compare  # bench/ is on sys.path: this script's own folder
+
+        perf_compare.main(args, run_produce)
+        return
     embedded, url = start_broker_process() if args.embedded or not args.url else (None, None)
     urls = args.url + ([url] if url else [])
-    print(f"command: {' '.join(sys.argv)}")
     print(f"{args.messages} messages of {args.size} B")
     try:
         for url in urls:
