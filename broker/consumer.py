@@ -56,6 +56,7 @@ class Consumer:
         self.hash_ranges: list[tuple[int, int]] = []
         self.allow_out_of_order = False
         self.last_sent_position_when_joining: Position | None = None
+        self.read_compacted = False  # CommandSubscribe.read_compacted: the compacted view first
         self.closed = False
         self.connected_since = time.time()
         self.msg_out = 0
@@ -116,6 +117,17 @@ class Consumer:
             self.dispatch_rate.record(num_messages)
         if self.max_unacked_messages and self._unacked >= self.max_unacked_messages:
             self.blocked_on_unacked = True
+
+    def send_at_once(self, entry: Entry, num_messages: int) -> None:
+        """Non-persistent topics: write one MESSAGE and charge permits, keeping nothing pending
+        (there is nothing to redeliver; Pulsar's non-persistent dispatchers keep no pending acks)."""
+        self.connection.send_message(self.consumer_id, entry, self.subscription.topic.partition_index, 0,
+                                     self.epoch, None)
+        self.permits -= num_messages
+        self.msg_out += num_messages
+        self.bytes_out += len(entry.data)
+        self.subscription.msg_out_counter += num_messages
+        self.subscription.bytes_out_counter += len(entry.data)
 
     def notify_active_consumer_change(self, active: bool) -> None:
         """Failover: tell the client whether it is now the active consumer."""

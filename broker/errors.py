@@ -80,3 +80,9 @@ class TopicTerminatedError(BrokerError):
     """The topic was terminated: it takes no more messages."""
 
     server_error = api.TopicTerminatedError
+
+
+class ConflictError(BrokerError):
+    """An admin call conflicts with work in progress (a compaction already running)."""
+
+    server_error = api.NotAllowedError

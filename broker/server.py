@@ -20,11 +20,12 @@ from minipulsar.broker.background import BackgroundTasks
 from minipulsar.broker.backlog_quota import BacklogQuotas
 from minipulsar.broker.config import BrokerConfig, apply_setting
 from minipulsar.broker.connection import ServerConnection
-from minipulsar.broker.errors import ServiceNotReadyError, TopicNotFoundError
+from minipulsar.broker.errors import NotAllowedError, ServiceNotReadyError, TopicNotFoundError
 from minipulsar.broker.listeners import AdvertisedListeners
 from minipulsar.broker.metadata_store import MetadataStore
 from minipulsar.broker.namespace_policies import NamespacePolicies
 from minipulsar.broker.namespaces import Namespaces
+from minipulsar.broker.non_persistent_topic import NonPersistentTopic
 from minipulsar.broker.schema_registry import SchemaRegistry
 from minipulsar.broker.replication import BrokerReplication
 from minipulsar.broker.topic import PersistentTopic
@@ -44,6 +45,7 @@ class Broker:
         self.factory = ManagedLedgerFactory(Path(config.data_dir) / "ledgers", config.ledger_config())
         self.metadata = MetadataStore(Path(config.data_dir) / "metadata" / "partitioned-topics.json")
         self.topics: dict[str, PersistentTopic] = {}
+        self.non_persistent_topics: dict[str, NonPersistentTopic] = {}  # in memory only (PIP-2)
         self.namespaces = Namespaces(self.metadata, config.extra_namespaces, config.cluster_name, self._topic_namespaces)
         self.policies = NamespacePolicies(self)
         self.schemas = SchemaRegistry(config.data_dir,
@@ -114,6 +116,8 @@ class Broker:
                                          self.expire_messages_by_ttl, "message expiry")),
             loop.create_task(self._every(lambda: self.config.backlog_quota_check_interval_in_seconds,
                                          self.backlog_quotas.check_all, "backlog quota")),
+            loop.create_task(self._every(lambda: self.config.broker_service_compaction_monitor_interval_in_seconds,
+                                         self.compact_topics_over_threshold, "compaction threshold")),
         ]
         await self.replication.start()
         log.info("minipulsar broker listening on %s:%d (advertised %s), data dir %s",
@@ -143,6 +147,7 @@ class Broker:
         for topic in list(self.topics.values()):
             await topic.close()
         self.topics.clear()
+        self.non_persistent_topics.clear()
         await self.replication.close()
         await self.factory.close()
         await self._server.wait_closed()
@@ -176,6 +181,13 @@ class Broker:
                     moved += await subscription.expire_messages(ttl)
         return moved
 
+    async def compact_topics_over_threshold(self) -> int:
+        """Start compacting every loaded topic whose bytes after its compaction horizon exceed
+        brokerServiceCompactionThresholdInBytes (0 = off); returns how many started.
+        Source: Pulsar BrokerService.checkCompaction / PersistentTopic.checkCompaction."""
+        threshold = self.config.broker_service_compaction_threshold_in_bytes
+        return sum(topic.compaction.check_threshold(threshold) for topic in list(self.topics.values()))
+
     async def apply_namespace_policies(self, namespace: str, policy: str) -> None:
         """The namespace's `policy` changed: its loaded topics take it up now; a change of its
         replication clusters also starts and stops replicators (which lists the stored topics)."""
@@ -190,9 +202,13 @@ class Broker:
         self._background.spawn(coro)
 
     # ---- topics ----------------------------------------------------------------------------
-    async def get_topic(self, name: TopicName, create: bool, explicit: bool = False) -> PersistentTopic:
+    async def get_topic(self, name: TopicName, create: bool,
+                        explicit: bool = False) -> PersistentTopic | NonPersistentTopic:
         """The loaded topic `name`, opening or creating it: when create and allowAutoTopicCreation,
-        or when explicit (the admin API creates it). Raises TopicNotFoundError."""
+        or when explicit (the admin API creates it). Raises TopicNotFoundError, NotAllowedError
+        (a non-persistent topic while enableNonPersistentTopics is off)."""
+        if name.domain == "non-persistent":
+            return self._non_persistent_topic(name, create, explicit)
         key = str(name)
         topic = self.topics.get(key)
         if topic is not None:
@@ -206,9 +222,22 @@ class Broker:
                 topic = await self._load_topic(name, create, explicit)
         return topic
 
+    def _non_persistent_topic(self, name: TopicName, create: bool, explicit: bool) -> NonPersistentTopic:
+        topic = self.non_persistent_topics.get(str(name))
+        if topic is not None:
+            return topic
+        if not self.config.enable_non_persistent_topics:
+            raise NotAllowedError(f"Non-persistent topics are not enabled (enableNonPersistentTopics): {name}")
+        if not self.running:
+            raise ServiceNotReadyError("broker is shutting down")
+        self.namespaces.check(name)
+        if not explicit and not (create and self.config.allow_auto_topic_creation):
+            raise TopicNotFoundError(f"Topic {name} does not exist")
+        topic = self.non_persistent_topics[str(name)] = NonPersistentTopic(self, name)
+        log.info("created non-persistent topic %s", name)
+        return topic
+
     async def _load_topic(self, name: TopicName, create: bool, explicit: bool) -> PersistentTopic:
-        if name.domain != "persistent":
-            raise TopicNotFoundError(f"non-persistent topics are not supported: {name}")
         exists = self.factory.exists(name.storage_name)
         if not exists:
             self.namespaces.check(name)
@@ -243,16 +272,17 @@ class Broker:
             return 0
         return self.metadata.data.get("partitioned", {}).get(str(name), 0)
 
-    def list_topics(self, namespace: str) -> list[str]:
-        """Persistent topics of namespace ('tenant/ns'), partitions listed by their own names."""
-        names = set()
-        for storage_name in self.factory.list_names():
-            topic = TopicName.from_storage_name(storage_name)
-            if topic.namespace_name == namespace and topic.domain == "persistent":
-                names.add(str(topic))
+    def list_topics(self, namespace: str, domain: str = "persistent") -> list[str]:
+        """Topics of namespace ('tenant/ns') in domain ("persistent": those stored; "non-persistent":
+        those loaded), partitions listed by their own names."""
+        if domain == "persistent":
+            names = {str(t) for t in map(TopicName.from_storage_name, self.factory.list_names())
+                     if t.namespace_name == namespace and t.domain == domain}
+        else:
+            names = {key for key, t in self.non_persistent_topics.items() if t.name.namespace_name == namespace}
         for full_name, count in self.metadata.data.get("partitioned", {}).items():
             topic = TopicName.parse(full_name)
-            if topic.namespace_name == namespace:
+            if topic.namespace_name == namespace and topic.domain == domain:
                 names.update(str(topic.partition(i)) for i in range(count))
         return sorted(names)
 

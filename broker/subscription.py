@@ -54,6 +54,45 @@ class LastMessageId(NamedTuple):
     mark_delete_position: Position
 
 
+def check_admission(subscription, consumer: "Consumer") -> None:
+    """May consumer join subscription (persistent or not: anything with name, topic, sub_type and
+    consumers)? Raises NotAllowedError when the namespace does not enable the type
+    (subscriptionTypesEnabled), ConsumerBusyError when the type differs from the connected
+    consumers', a second Exclusive consumer, or Key_Shared settings that disagree, as in Pulsar."""
+    sub_type = consumer.sub_type
+    topic = subscription.topic
+    type_name = SUB_TYPE_NAMES.get(sub_type, str(sub_type))
+    if type_name not in topic.broker.policies.subscription_types_enabled(topic.name.namespace_name):
+        raise NotAllowedError(f"Topic[{topic.name}] doesn't support {type_name} sub type!")
+    consumers = subscription.consumers
+    if not consumers:
+        return
+    if sub_type != subscription.sub_type:
+        raise ConsumerBusyError(
+            f"Subscription {subscription.name} is of type {SUB_TYPE_NAMES[subscription.sub_type]}, "
+            f"not {SUB_TYPE_NAMES.get(sub_type, sub_type)}")
+    if sub_type == SubType.Exclusive:
+        raise ConsumerBusyError(f"Exclusive consumer is already connected to subscription {subscription.name}")
+    first = consumers[0]
+    if sub_type == SubType.Key_Shared and (consumer.key_shared_mode, consumer.allow_out_of_order) != (
+            first.key_shared_mode, first.allow_out_of_order):
+        raise ConsumerBusyError(
+            f"Subscription {subscription.name} uses Key_Shared mode {first.key_shared_mode} with "
+            f"allowOutOfOrderDelivery={first.allow_out_of_order}; this consumer asked for "
+            f"mode {consumer.key_shared_mode} with allowOutOfOrderDelivery={consumer.allow_out_of_order}")
+
+
+def key_shared_selector(config, first: "Consumer"):
+    """The sticky-key selector for a Key_Shared subscription whose first consumer is first:
+    STICKY ranges as declared, else consistent hashing or auto-split
+    (subscriptionKeySharedUseConsistentHashing), as Pulsar's PersistentSubscription chooses."""
+    if first.key_shared_mode == api.STICKY:
+        return StickyRangesSelector()
+    if config.subscription_key_shared_use_consistent_hashing:
+        return ConsistentHashingSelector(config.subscription_key_shared_consistent_hashing_replica_points)
+    return AutoSplitSelector()
+
+
 class Subscription:
     """topic: the owning PersistentTopic; cursor: its ManagedCursor (durable or not)."""
 
@@ -66,6 +105,10 @@ class Subscription:
         self.dispatcher: Dispatcher | None = None
         self.batch_acks = BatchAckSets()  # partly acked batches (acknowledgmentAtBatchIndexLevelEnabled)
         self.reset_grace_until = 0.0  # monotonic seconds; see reset_cursor
+        # Where a read_compacted consumer goes on in the compacted view whatever the cursor says:
+        # EARLIEST for subscriptions that start there (the cursor cannot point into trimmed
+        # ledgers the view still covers), None once the view is read (Pulsar's readFromEarliest).
+        self.compacted_read_start: Position | None = None
         self.msg_out_counter = 0  # messages and bytes dispatched, whichever consumer took them (metrics)
         self.bytes_out_counter = 0
         policies, namespace = topic.broker.policies, topic.name.namespace_name
@@ -97,36 +140,13 @@ class Subscription:
     def add_consumer(self, consumer: "Consumer") -> None:
         """Attach consumer; raises ConsumerBusyError when the type or exclusivity forbids it,
         NotAllowedError when the namespace does not enable the type (subscriptionTypesEnabled)."""
-        sub_type = consumer.sub_type
-        policies, namespace = self.topic.broker.policies, self.topic.name.namespace_name
-        type_name = SUB_TYPE_NAMES.get(sub_type, str(sub_type))
-        if type_name not in policies.subscription_types_enabled(namespace):
-            raise NotAllowedError(f"Topic[{self.topic.name}] doesn't support {type_name} sub type!")
-        if sub_type in (SubType.Shared, SubType.Key_Shared):
+        check_admission(self, consumer)
+        if consumer.sub_type in (SubType.Shared, SubType.Key_Shared):
+            policies, namespace = self.topic.broker.policies, self.topic.name.namespace_name
             consumer.max_unacked_messages = policies.max_unacked_messages_per_consumer(namespace)
-        if self.consumers:
-            if sub_type != self.sub_type:
-                raise ConsumerBusyError(
-                    f"Subscription {self.name} is of type {SUB_TYPE_NAMES[self.sub_type]}, "
-                    f"not {SUB_TYPE_NAMES.get(sub_type, sub_type)}"
-                )
-            if sub_type == SubType.Exclusive:
-                raise ConsumerBusyError(f"Exclusive consumer is already connected to subscription {self.name}")
-            self._check_key_shared_settings(consumer)
-        if self.dispatcher is None or self.sub_type != sub_type or not self.dispatcher.matches(consumer):
+        if self.dispatcher is None or self.sub_type != consumer.sub_type or not self.dispatcher.matches(consumer):
             self._replace_dispatcher(consumer)
         self.dispatcher.add_consumer(consumer)
-
-    def _check_key_shared_settings(self, consumer: "Consumer") -> None:
-        """Key_Shared consumers of one subscription must agree on mode and ordering, as in Pulsar."""
-        if consumer.sub_type != SubType.Key_Shared:
-            return
-        first = self.consumers[0]
-        if (consumer.key_shared_mode, consumer.allow_out_of_order) != (first.key_shared_mode, first.allow_out_of_order):
-            raise ConsumerBusyError(
-                f"Subscription {self.name} uses Key_Shared mode {first.key_shared_mode} with "
-                f"allowOutOfOrderDelivery={first.allow_out_of_order}; this consumer asked for "
-                f"mode {consumer.key_shared_mode} with allowOutOfOrderDelivery={consumer.allow_out_of_order}")
 
     def apply_policies(self) -> None:
         """The namespace's policies changed: re-check the PIP-299 pause and the unacked limit."""
@@ -169,12 +189,7 @@ class Subscription:
         raise NotAllowedError(f"unknown subscription type {sub_type}")
 
     def _key_shared_selector(self, first: "Consumer"):
-        config = self.topic.broker.config
-        if first.key_shared_mode == api.STICKY:
-            return StickyRangesSelector()
-        if config.subscription_key_shared_use_consistent_hashing:
-            return ConsistentHashingSelector(config.subscription_key_shared_consistent_hashing_replica_points)
-        return AutoSplitSelector()
+        return key_shared_selector(self.topic.broker.config, first)
 
     def remove_consumer(self, consumer: "Consumer") -> None:
         """consumer left; a reader's subscription ends with its last consumer (see
@@ -297,6 +312,8 @@ class Subscription:
         if self.dispatcher is not None:
             self.dispatcher.reset()
         self.batch_acks.clear()
+        first = self.topic.ledger.first_position
+        self.compacted_read_start = position if first is None or position < first else None
         self.cursor.reset_cursor(position)
         self.ack_state_gate.reset()
 
@@ -310,10 +327,26 @@ class Subscription:
         self.reset_cursor(target)
         return self.cursor.read_position
 
-    async def get_last_message_id(self) -> LastMessageId:
-        """The topic's last message (never a marker, PIP-33) and this mark-delete position."""
-        position, batch_index = await self.topic.last_message_id()
+    async def get_last_message_id(self, read_compacted: bool = False) -> LastMessageId:
+        """The topic's last message (never a marker, PIP-33) and this mark-delete position; for a
+        read_compacted consumer, the compacted view's last message when nothing follows the
+        compaction horizon (the topic's last message may have been compacted away)."""
+        last = await self.topic.compaction.last_message_id() if read_compacted else None
+        position, batch_index = last if last is not None else await self.topic.last_message_id()
         return LastMessageId(position, batch_index, self.cursor.mark_delete_position)
+
+    def compacted_view_pending(self) -> bool:
+        """Compacted entries wait to be read from compacted_read_start on."""
+        return self.compacted_read_start is not None and self.topic.compaction.has_entries()
+
+    async def read_new_entries(self, max_entries: int, max_bytes: int, read_compacted: bool) -> list[Entry]:
+        """The next entries for the dispatcher: from the cursor, or through the compacted view for
+        a read_compacted consumer (broker/compaction)."""
+        if not read_compacted:
+            return await self.cursor.read_entries(max_entries, max_bytes)
+        entries, self.compacted_read_start = await self.topic.compaction.read_entries(
+            self.cursor, max_entries, max_bytes, self.compacted_read_start, self.batch_acks)
+        return entries
 
     def skip_entries(self, n: int) -> None:
         """Acknowledge the next n unacknowledged entries (admin 'skip')."""

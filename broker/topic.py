@@ -12,12 +12,13 @@ import time
 from typing import TYPE_CHECKING
 
 from minipulsar.broker.access_modes import ProducerAccess
+from minipulsar.broker.compaction import COMPACTION_CURSOR, TopicCompaction
 from minipulsar.broker.entry_info import entry_info
 from minipulsar.broker.deduplication import CURSOR_NAME as DEDUP_CURSOR_NAME, MessageDeduplication
-from minipulsar.broker.errors import (PersistenceFailedError, ProducerBusyError, ServiceNotReadyError,
+from minipulsar.broker.errors import (NotAllowedError, PersistenceFailedError, ProducerBusyError, ServiceNotReadyError,
                                       SubscriptionNotFoundError, TopicTerminatedError)
 from minipulsar.broker.replication import TopicReplication, last_data_position
-from minipulsar.broker.subscription import Subscription
+from minipulsar.broker.subscription import Subscription, SubType
 from minipulsar.broker.topic_name import TopicName
 from minipulsar.storage import LedgerClosedError, ManagedLedger, PersistenceError, Position
 
@@ -31,8 +32,16 @@ EARLIEST = Position(-1, -1)
 TERMINATED_KEY = "terminatedTopics"  # metadata store: topic -> [ledger, entry] of its last entry
 
 
+def is_system_cursor(name: str, replicator_prefix: str) -> bool:
+    """Cursors the broker keeps for itself, never subscriptions: replicators', deduplication's
+    and compaction's; clients may not subscribe with these names."""
+    return name.startswith(replicator_prefix + ".") or name in (DEDUP_CURSOR_NAME, COMPACTION_CURSOR)
+
+
 class PersistentTopic:
     """name: the TopicName; ledger: its ManagedLedger; broker: the owning Broker."""
+
+    persistent = True
 
     def __init__(self, broker: "Broker", name: TopicName, ledger: ManagedLedger):
         self.broker = broker
@@ -49,16 +58,19 @@ class PersistentTopic:
         self.bytes_in_counter = 0
         ledger.add_entry_listener(self._on_new_entries)
         for cursor_name, cursor in ledger.cursors.items():
-            if not cursor_name.startswith(broker.replicator_prefix + ".") and cursor_name != DEDUP_CURSOR_NAME:
+            if not is_system_cursor(cursor_name, broker.replicator_prefix):
                 self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor, durable=True)
         self.replication = TopicReplication(self)  # replicators and PIP-33 snapshots (broker/replication)
+        self.compaction = TopicCompaction(self)  # the compacted view (broker/compaction)
 
     def __repr__(self) -> str:
         return f"PersistentTopic({self.name})"
 
     async def initialize(self) -> None:
-        """Recover state kept beside the ledger before the topic serves anyone (deduplication)."""
+        """Recover state kept beside the ledger before the topic serves anyone (deduplication, the
+        compacted view)."""
         await self._apply_deduplication()
+        await self.compaction.load()
 
     async def apply_policies(self) -> None:
         """The namespace's policies changed: deduplication on or off, retention, and every
@@ -169,23 +181,31 @@ class PersistentTopic:
         return self.terminated_at
 
     # ---- subscriptions ---------------------------------------------------------------------
-    async def subscribe(self, name: str, durable: bool, initial_position: str, start: Position | None) -> Subscription:
+    async def subscribe(self, name: str, durable: bool, initial_position: str, start: Position | None, *,
+                        sub_type: int = SubType.Exclusive, read_compacted: bool = False,
+                        replicate_state: bool | None = None) -> Subscription:
         """The subscription `name`, created when missing.
 
         durable: cursor kept on disk, created at initial_position ("latest" | "earliest").
         non-durable (readers): start is the first position to read (inclusive; the client drops it
         itself when the reader is exclusive), EARLIEST for the beginning, None for the end — as
         Pulsar's NonDurableCursorImpl places a cursor at a start message id.
+        read_compacted: only on Exclusive and Failover (NotAllowedError otherwise, as Pulsar).
+        replicate_state: PIP-33's tri-state replicate_subscription_state (None: not given).
         """
+        if read_compacted and sub_type not in (SubType.Exclusive, SubType.Failover):
+            raise NotAllowedError("readCompacted only allowed on failover or exclusive subscriptions")
         subscription = self.subscriptions.get(name)
-        if subscription is not None:
-            return subscription
-        if durable:
-            cursor = await self.ledger.open_cursor(name, initial_position)
-        else:
-            cursor = self.ledger.new_non_durable_cursor(start, inclusive=True)
-        subscription = Subscription(self, name, cursor, durable)
-        self.subscriptions[name] = subscription
+        if subscription is None:
+            if durable:
+                cursor = await self.ledger.open_cursor(name, initial_position)
+            else:
+                cursor = self.ledger.new_non_durable_cursor(start, inclusive=True)
+            subscription = Subscription(self, name, cursor, durable)
+            if (start == EARLIEST) if not durable else (initial_position == "earliest"):
+                subscription.compacted_read_start = EARLIEST
+            self.subscriptions[name] = subscription
+        self.replication.subscribe_requested(subscription, replicate_state)
         return subscription
 
     async def remove_subscription(self, name: str) -> None:
@@ -217,6 +237,7 @@ class PersistentTopic:
         if self.deduplication is not None:
             self.deduplication.take_snapshot()
         await self.replication.close()
+        await self.compaction.close()
         for subscription in self.subscriptions.values():
             subscription.stop()
         await self.ledger.close()
@@ -233,4 +254,5 @@ class PersistentTopic:
             "publishers": [p.stats() for p in self.producers.values()],
             "subscriptions": {name: s.stats() for name, s in self.subscriptions.items()},
             "replication": self.replication.stats(),
+            "compaction": self.compaction.stats(),
         }

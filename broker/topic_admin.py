@@ -35,7 +35,9 @@ class TopicAdmin:
         return self.broker.metadata.data.setdefault("partitioned", {})
 
     def exists(self, name: TopicName) -> bool:
-        """A non-partitioned topic (or partition) with a ledger."""
+        """A non-partitioned topic (or partition) with a ledger, or a loaded non-persistent one."""
+        if name.domain == "non-persistent":
+            return str(name) in self.broker.non_persistent_topics
         return self.broker.factory.exists(name.storage_name)
 
     def partitioned_topics(self, namespace: str) -> list[str]:
@@ -53,11 +55,13 @@ class TopicAdmin:
         """Raises TopicNotFoundError, TopicBusyError (clients connected and not force)."""
         if not self.exists(name):
             raise TopicNotFoundError(f"Topic {name} not found")
-        topic = self.broker.topics.get(str(name))
+        topic = self._loaded(name)
         if topic is not None:
             if _connected(topic) and not force:
                 raise TopicBusyError(f"Topic has active producers/subscriptions: {name}")
             await self._close(topic)
+        if name.domain == "non-persistent":
+            return
         await self.broker.factory.delete(name.storage_name)
         if self.broker.metadata.data.get(TERMINATED_KEY, {}).pop(str(name), None) is not None:
             await self.broker.metadata.save()
@@ -67,17 +71,23 @@ class TopicAdmin:
         """Close the topic; its clients reconnect and load it again. Raises TopicNotFoundError."""
         if not self.exists(name):
             raise TopicNotFoundError(f"Topic {name} not found")
-        topic = self.broker.topics.get(str(name))
+        topic = self._loaded(name)
         if topic is not None:
             await self._close(topic)
             log.info("unloaded topic %s", name)
 
-    async def _close(self, topic: "PersistentTopic") -> None:
+    def _loaded(self, name: TopicName):
+        """The loaded PersistentTopic or NonPersistentTopic of name, or None."""
+        loaded = self.broker.topics if name.domain == "persistent" else self.broker.non_persistent_topics
+        return loaded.get(str(name))
+
+    async def _close(self, topic) -> None:
         for producer in list(topic.producers.values()):
             producer.disconnect()
         for subscription in list(topic.subscriptions.values()):
             subscription.disconnect_consumers()
-        self.broker.topics.pop(str(topic.name), None)
+        loaded = self.broker.topics if topic.persistent else self.broker.non_persistent_topics
+        loaded.pop(str(topic.name), None)
         await topic.close()
 
     # ---- partitioned topics ----------------------------------------------------------------
@@ -111,7 +121,7 @@ class TopicAdmin:
         if count is None:
             raise TopicNotFoundError(f"Partitioned topic {name} not found")
         partitions = [name.partition(i) for i in range(count)]
-        busy = [p for p in partitions if (t := self.broker.topics.get(str(p))) is not None and _connected(t)]
+        busy = [p for p in partitions if (t := self._loaded(p)) is not None and _connected(t)]
         if busy and not force:
             raise TopicBusyError(f"Topic has active producers/subscriptions: {busy[0]}")
         for partition in partitions:

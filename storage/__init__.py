@@ -4,6 +4,7 @@ managed cursors (mark-delete position, individually deleted ranges, durable stat
 Entries are opaque bytes here; this package imports nothing else of minipulsar.
 See docs/storage.md for the formats and guarantees.
 """
+from .compacted_ledger import CompactedLedger, CompactedLedgerWriter, delete_compacted_ledgers
 from .config import ManagedLedgerConfig
 from .cursor import ManagedCursor
 from .errors import (CursorError, DataDirLockedError, LedgerClosedError, LedgerCorruptionError,
@@ -14,6 +15,7 @@ from .position import EARLIEST, Position
 from .range_set import PositionRangeSet
 
 __all__ = [
+    "CompactedLedger", "CompactedLedgerWriter", "delete_compacted_ledgers",
     "CursorError", "DataDirLockedError", "EARLIEST", "Entry", "LedgerClosedError", "LedgerInfo", "LedgerCorruptionError",
     "ManagedCursor", "ManagedLedger", "ManagedLedgerConfig", "ManagedLedgerFactory", "PersistenceError",
     "Position", "PositionRangeSet", "StorageError",

@@ -140,7 +140,10 @@ class Dispatcher:
                 consumer.reached_end_of_topic()
 
     def _has_work(self) -> bool:
-        return bool(self.redelivery) or (self._may_read_new() and self.cursor.has_more_entries())
+        return bool(self.redelivery) or (self._may_read_new() and self._has_new_entries())
+
+    def _has_new_entries(self) -> bool:
+        return self.cursor.has_more_entries()
 
     def _may_read_new(self) -> bool:
         """False while PIP-299 pauses reading new entries (redeliveries still go out)."""
@@ -185,7 +188,11 @@ class Dispatcher:
             return await self._read_replay(limit)
         if not self._may_read_new():
             return []
-        return await self.cursor.read_entries(limit, self.max_read_bytes)
+        return await self.subscription.read_new_entries(limit, self.max_read_bytes, self._reads_compacted())
+
+    def _reads_compacted(self) -> bool:
+        """Whether new entries come through the compacted view (single-active dispatchers say)."""
+        return False
 
     async def _read_replay(self, limit: int) -> list[Entry]:
         return await self._replay(self.redelivery.pop_first(limit))

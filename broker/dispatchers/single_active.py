@@ -69,6 +69,15 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         for consumer in self.consumers if consumers is None else consumers:
             consumer.notify_active_consumer_change(consumer is self.active)
 
+    def _reads_compacted(self) -> bool:
+        """The active consumer asked for read_compacted (only Exclusive and Failover may)."""
+        return self.active is not None and self.active.read_compacted
+
+    def _has_new_entries(self) -> bool:
+        """A read_compacted consumer may have compacted entries to read that lie before the cursor
+        (in ledgers trimmed since they were compacted)."""
+        return super()._has_new_entries() or (self._reads_compacted() and self.subscription.compacted_view_pending())
+
     def _read_limit(self) -> int:
         active = self.active
         if active is None or not active.can_receive():

@@ -6,10 +6,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from minipulsar.broker.consumer import Consumer
-from minipulsar.broker.deduplication import CURSOR_NAME as DEDUP_CURSOR_NAME
 from minipulsar.broker.errors import NotAllowedError
 from minipulsar.broker.message_id import INT64_MAX, position_of, set_message_id
-from minipulsar.broker.topic import EARLIEST
+from minipulsar.broker.topic import EARLIEST, is_system_cursor
 from minipulsar.broker.topic_name import TopicName
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.proto.frames import Frame
@@ -43,15 +42,16 @@ async def handle_subscribe(conn: "ServerConnection", frame: Frame) -> None:
     broker = conn.broker
     if not request.subscription:
         raise NotAllowedError("empty subscription name")
-    if request.subscription.startswith(broker.replicator_prefix + ".") or request.subscription == DEDUP_CURSOR_NAME:
+    if is_system_cursor(request.subscription, broker.replicator_prefix):
         raise NotAllowedError(f"Subscription with reserved subscription name attempted: {request.subscription}")
     topic = await broker.get_topic(TopicName.parse(request.topic), create=request.force_topic_creation)
     if request.HasField("schema") and request.schema.type != api.Schema.Type.Value("None"):
         await broker.schemas.check_for_consumer(topic.name, request.schema, topic.is_idle())  # IncompatibleSchema
     initial = "earliest" if request.initialPosition == api.CommandSubscribe.Earliest else "latest"
-    subscription = await topic.subscribe(request.subscription, request.durable, initial, _reader_start(request))
     state = request.replicate_subscription_state if request.HasField("replicate_subscription_state") else None
-    topic.replication.subscribe_requested(subscription, state)  # PIP-33 tri-state
+    subscription = await topic.subscribe(request.subscription, request.durable, initial, _reader_start(request),
+                                         sub_type=request.subType, read_compacted=request.read_compacted,
+                                         replicate_state=state)
     consumer = Consumer(
         subscription, conn, request.consumer_id,
         request.consumer_name or f"consumer-{request.consumer_id}", request.subType,
@@ -59,6 +59,7 @@ async def handle_subscribe(conn: "ServerConnection", frame: Frame) -> None:
         epoch=request.consumer_epoch if request.HasField("consumer_epoch") else None,
         metadata={kv.key: kv.value for kv in request.metadata},
     )
+    consumer.read_compacted = request.read_compacted
     if request.HasField("keySharedMeta"):  # absent on Key_Shared means AUTO_SPLIT, as in Pulsar
         meta = request.keySharedMeta
         consumer.key_shared_mode = meta.keySharedMode
@@ -153,7 +154,7 @@ async def handle_get_last_message_id(conn: "ServerConnection", frame: Frame) -> 
     consumer = _consumer(conn, request.consumer_id)
     if consumer is None:
         raise NotAllowedError(f"consumer {request.consumer_id} not found")
-    last = await consumer.subscription.get_last_message_id()
+    last = await consumer.subscription.get_last_message_id(consumer.read_compacted)
     reply = api.CommandGetLastMessageIdResponse(request_id=request.request_id)
     set_message_id(reply.last_message_id, last.position, consumer.subscription.topic.partition_index)
     if last.batch_index is not None:

@@ -55,7 +55,8 @@ def handle_lookup(conn: "ServerConnection", frame: Frame) -> None:
 
 
 def handle_get_topics_of_namespace(conn: "ServerConnection", frame: Frame) -> None:
-    """The persistent topics of the namespace (partitions by their own names, as Pulsar lists them),
+    """The topics of the namespace in the request's mode (PERSISTENT, NON_PERSISTENT or ALL;
+    partitions by their own names, as Pulsar lists them),
     filtered by topics_pattern when given (filtered=true), with topics_hash; when the client's
     topics_hash equals ours the list is left out and changed=false. Unknown namespace: TopicNotFound.
     Source: Pulsar ServerCnx.handleGetTopicsOfNamespace, TopicList."""
@@ -63,9 +64,12 @@ def handle_get_topics_of_namespace(conn: "ServerConnection", frame: Frame) -> No
     log.debug("%s: topics of %s (pattern %r)", conn.peer_address, request.namespace, request.topics_pattern)
     broker = conn.broker
     broker.namespaces.check_namespace(request.namespace)
+    mode = api.CommandGetTopicsOfNamespace
     topics = []
-    if request.mode != api.CommandGetTopicsOfNamespace.NON_PERSISTENT:
-        topics = broker.list_topics(request.namespace)
+    if request.mode != mode.NON_PERSISTENT:
+        topics += broker.list_topics(request.namespace, "persistent")
+    if request.mode != mode.PERSISTENT:
+        topics += broker.list_topics(request.namespace, "non-persistent")
     filtered = False
     config = broker.config
     if (request.HasField("topics_pattern") and config.enable_broker_side_subscription_pattern_evaluation

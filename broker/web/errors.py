@@ -11,7 +11,7 @@ import logging
 
 from aiohttp import web
 
-from minipulsar.broker.errors import (BrokerError, ConsumerBusyError, IncompatibleSchemaError, InvalidTopicNameError,
+from minipulsar.broker.errors import (BrokerError, ConflictError, ConsumerBusyError, IncompatibleSchemaError, InvalidTopicNameError,
                                       NotAllowedError, PartitionCountError, SubscriptionNotFoundError, TopicBusyError,
                                       TopicExistsError, TopicNotFoundError)
 
@@ -28,6 +28,7 @@ _STATUS_OF = {
     TopicExistsError: 409,
     TopicBusyError: 412,
     PartitionCountError: 409,
+    ConflictError: 409,
 }
 
 

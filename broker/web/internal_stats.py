@@ -39,6 +39,7 @@ def of_topic(topic: "PersistentTopic") -> dict:
                      "underReplicated": False} for info in infos],
         "cursors": cursors,
         "schemaLedgers": [],
+        "compactedLedger": topic.compaction.internal_stats(),
     }
 
 

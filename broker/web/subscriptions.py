@@ -12,11 +12,12 @@ from aiohttp import web
 
 from minipulsar.broker.errors import TopicBusyError
 from minipulsar.broker.replication.topic_replication import is_replicated, set_replicated
+from minipulsar.broker.topic import is_system_cursor
 from minipulsar.broker.web.context import broker_of, json_body, no_content, query_bool
 from minipulsar.broker.web.errors import bad_request, conflict, not_found
 from minipulsar.broker.web.routes import STRING_LIST, Query, RouteTable
 from minipulsar.broker.web.topic_path import topic_name
-from minipulsar.broker.web.topics import BASE, FORCE, MESSAGE_ID, int_param, loaded_topic
+from minipulsar.broker.web.topics import BASE, FORCE, MESSAGE_ID, int_param, loaded_topic, stored_topic
 from minipulsar.storage import Position
 
 SUB = BASE + "/subscription/{subscription}"
@@ -49,7 +50,7 @@ def add_routes(table: RouteTable) -> None:
 
 
 async def _subscription(request: web.Request):
-    topic = await loaded_topic(request)
+    topic = await stored_topic(request)
     name = request.match_info["subscription"]
     subscription = topic.subscriptions.get(name)
     if subscription is None:
@@ -77,7 +78,7 @@ async def create(request: web.Request) -> web.Response:
     name = request.match_info["subscription"]
     if name in topic.subscriptions:
         raise conflict(f"Subscription already exists for topic: {name}")
-    if name.startswith(broker.replicator_prefix + ".") or not name:
+    if not name or is_system_cursor(name, broker.replicator_prefix):
         raise bad_request(f"Subscription with reserved subscription name attempted: {name}")
     position = await _message_id(request, LATEST)
     subscription = await topic.subscribe(name, True, "latest", None)

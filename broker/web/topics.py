@@ -13,7 +13,7 @@ from minipulsar.broker.entry_info import entry_info
 from minipulsar.broker.topic_name import TopicName
 from minipulsar.broker.web import internal_stats
 from minipulsar.broker.web.context import broker_of, json_body, no_content, query_bool
-from minipulsar.broker.web.errors import bad_request, not_found
+from minipulsar.broker.web.errors import RestError, bad_request, not_found
 from minipulsar.broker.web.formats import date_text, position_text
 from minipulsar.broker.web.routes import OBJECT, STRING_LIST, Query, RouteTable
 from minipulsar.broker.web.topic_path import DOMAIN, TOPIC_PATH, namespace_name, topic_name
@@ -59,6 +59,10 @@ def add_routes(table: RouteTable) -> None:
               "topics", query=(Query("initialPosition", description="earliest or latest (default latest)"),
                                Query("messagePosition", "integer", "1 for the first (or last) message")),
               response=BINARY)
+    table.add("PUT", BASE + "/compaction", trigger_compaction, "start compacting the topic (409 while one runs)",
+              "topics", status=204)
+    table.add("GET", BASE + "/compaction", compaction_status, "the last compaction's status (LongRunningProcessStatus)",
+              "topics", response=OBJECT)
     table.add("PUT", BASE + "/unload", unload, "close the topic; clients reconnect", "topics", status=204)
     table.add("POST", BASE + "/terminate", terminate, "take no more messages; answers the last message id",
               "topics", response=MESSAGE_ID)
@@ -88,14 +92,24 @@ async def loaded_topic(request: web.Request):
     return await broker.get_topic(name, create=False)
 
 
+async def stored_topic(request: web.Request):
+    """loaded_topic for what only a persistent topic has (its ledger, cursors, termination);
+    RestError 405 on a non-persistent topic."""
+    _persistent_only(request)
+    return await loaded_topic(request)
+
+
+def _persistent_only(request: web.Request) -> None:
+    if request.match_info["domain"] != "persistent":
+        raise RestError(405, "This operation is not supported on a non-persistent topic")
+
+
 # ---- listing and lifecycle -----------------------------------------------------------------
 async def list_topics(request: web.Request) -> web.Response:
     broker = broker_of(request)
     namespace = namespace_name(request)
     broker.namespaces.check_namespace(namespace)
-    if request.match_info["domain"] != "persistent":
-        return web.json_response([])
-    return web.json_response(broker.list_topics(namespace))
+    return web.json_response(broker.list_topics(namespace, request.match_info["domain"]))
 
 
 async def list_partitioned(request: web.Request) -> web.Response:
@@ -143,11 +157,12 @@ async def unload(request: web.Request) -> web.Response:
 
 
 async def terminate(request: web.Request) -> web.Response:
-    topic = await loaded_topic(request)
+    topic = await stored_topic(request)
     return web.json_response(_message_id_json(await topic.terminate(), topic.partition_index))
 
 
 async def terminate_partitions(request: web.Request) -> web.Response:
+    _persistent_only(request)
     topics = await _existing_partition_topics(request)
     answer = {}
     for topic in topics.values():
@@ -158,6 +173,16 @@ async def terminate_partitions(request: web.Request) -> web.Response:
 def _message_id_json(position: Position, partition: int) -> dict:
     """Pulsar's MessageIdImpl JSON."""
     return {"ledgerId": position.ledger_id, "entryId": position.entry_id, "partitionIndex": partition}
+
+
+# ---- compaction ----------------------------------------------------------------------------
+async def trigger_compaction(request: web.Request) -> web.Response:
+    (await stored_topic(request)).compaction.trigger()  # ConflictError -> 409
+    return no_content()
+
+
+async def compaction_status(request: web.Request) -> web.Response:
+    return web.json_response((await stored_topic(request)).compaction.status_json())
 
 
 # ---- stats ---------------------------------------------------------------------------------
@@ -205,10 +230,11 @@ def _sum_stats(parts: list[dict]) -> dict:
 
 
 async def internal(request: web.Request) -> web.Response:
-    return web.json_response(internal_stats.of_topic(await loaded_topic(request)))
+    return web.json_response(internal_stats.of_topic(await stored_topic(request)))
 
 
 async def partitioned_internal(request: web.Request) -> web.Response:
+    _persistent_only(request)
     topics = await _existing_partition_topics(request)
     return web.json_response({
         "metadata": {"partitions": len(_partitions(request))},
@@ -218,7 +244,7 @@ async def partitioned_internal(request: web.Request) -> web.Response:
 
 # ---- messages ------------------------------------------------------------------------------
 async def last_message_id(request: web.Request) -> web.Response:
-    topic = await loaded_topic(request)
+    topic = await stored_topic(request)
     position, batch_index = await topic.last_message_id()
     answer = _message_id_json(position, topic.partition_index)
     if batch_index is not None:
@@ -227,7 +253,7 @@ async def last_message_id(request: web.Request) -> web.Response:
 
 
 async def message_by_id(request: web.Request) -> web.Response:
-    topic = await loaded_topic(request)
+    topic = await stored_topic(request)
     position = Position(int_param(request.match_info["ledgerId"], "ledgerId"), int_param(request.match_info["entryId"], "entryId"))
     entry = await topic.ledger.read_entry(position)
     if entry is None:
@@ -236,7 +262,7 @@ async def message_by_id(request: web.Request) -> web.Response:
 
 
 async def examine_message(request: web.Request) -> web.Response:
-    topic = await loaded_topic(request)
+    topic = await stored_topic(request)
     n = int_param(request.query.get("messagePosition", "1"), "messagePosition", minimum=1)
     latest = request.query.get("initialPosition", "latest").lower() != "earliest"
     position = topic.ledger.nth_position(n, from_end=latest)
