@@ -33,6 +33,7 @@ class PendingPublish:
     done: bool = False
     position: Position | None = None
     error: BaseException | None = None
+    durable: asyncio.Future | None = None  # the group commit's future (shared by its appends)
 
 
 def _failure(future: asyncio.Future) -> BaseException | None:
@@ -73,7 +74,10 @@ class Producer:
         self.connected_since = time.time()
         self.msg_in = 0
         self.bytes_in = 0
+        # Called with each publish, in send order, once it is durable or failed (the receipt).
+        self.on_complete: Callable[[PendingPublish], None] = lambda publish: None
         self._pending: collections.deque[PendingPublish] = collections.deque()
+        self._watched: asyncio.Future | None = None  # the last group-commit future with our callback
 
     def __repr__(self) -> str:
         return f"Producer({self.name!r}, id={self.producer_id}, topic={self.topic.name})"
@@ -92,26 +96,40 @@ class Producer:
             self.closed = True
             self.topic.remove_producer(self)
 
-    def publish(
-        self,
-        sequence_id: int,
-        highest_sequence_id: int,
-        num_messages: int,
-        data: bytes,
-        on_complete: Callable[[PendingPublish], None],
-    ) -> None:
+    def publish(self, sequence_id: int, highest_sequence_id: int, num_messages: int, data: bytes) -> None:
         """Append data to the topic; on_complete(publish) runs for each publish in send order."""
         pending = PendingPublish(sequence_id, highest_sequence_id, num_messages, len(data))
         self._pending.append(pending)
         try:
-            pending.position, durable = self.topic.append(data, self.name, sequence_id, highest_sequence_id)
+            pending.position, pending.durable = self.topic.append(data, self.name, sequence_id, highest_sequence_id)
         except Exception as exc:  # the ledger is closed: answer in order like any failure
-            self._completed(pending, exc, on_complete)
+            pending.done, pending.error = True, exc
+            self._answer_ready()
             return
-        # A done-callback, not a task per SEND: appends of one group commit share the future.
-        durable.add_done_callback(lambda f: self._completed(pending, _failure(f), on_complete))
+        if pending.durable.done():  # a duplicate, or a non-persistent topic: answer now, in order
+            self._answer_ready()
+        # One done-callback per group commit, not one per SEND: its appends share the future.
+        elif pending.durable is not self._watched:
+            self._watched = pending.durable
+            pending.durable.add_done_callback(self._durable)
 
-    def _completed(self, pending: PendingPublish, error: BaseException | None, on_complete) -> None:
+    def _durable(self, _future: asyncio.Future) -> None:
+        self._answer_ready()
+
+    def _answer_ready(self) -> None:
+        """Answer, oldest first, every publish whose entry is durable or failed; stop at the first
+        one still being written (receipts must leave in send order)."""
+        pending = self._pending
+        while pending:
+            head = pending[0]
+            if not head.done:
+                if not head.durable.done():
+                    return
+                self._settle(head, _failure(head.durable))
+            pending.popleft()
+            self.on_complete(head)
+
+    def _settle(self, pending: PendingPublish, error: BaseException | None) -> None:
         pending.done = True
         pending.error = error
         if error is None:
@@ -119,8 +137,6 @@ class Producer:
             self.bytes_in += pending.size
             self.topic.msg_in_counter += pending.num_messages
             self.topic.bytes_in_counter += pending.size
-        while self._pending and self._pending[0].done:
-            on_complete(self._pending.popleft())
 
     def stats(self) -> dict:
         return {

@@ -113,15 +113,10 @@ class ManagedCursor:
         """Read the entries at ``positions`` again (redelivery), ascending, without moving the read
         position: returns (entries, skipped), where skipped lists the positions already
         acknowledged or trimmed from the ledger (Pulsar ``ManagedCursor.asyncReplayEntries``)."""
-        entries: list["Entry"] = []
-        skipped: list[Position] = []
-        for position in sorted(positions):
-            entry = None if self.is_deleted(position) else await self._ledger.read_entry(position)
-            if entry is None:
-                skipped.append(position)
-            else:
-                entries.append(entry)
-        return entries, skipped
+        ordered = sorted(positions)
+        entries = await self._ledger.read_positions([p for p in ordered if not self.is_deleted(p)])
+        found = {entry.position for entry in entries}
+        return entries, [p for p in ordered if p not in found]
 
     async def find_newest_matching(self, predicate: Callable[[bytes], bool]) -> Position | None:
         """The last retained position whose entry data satisfies the monotone ``predicate``
@@ -166,15 +161,21 @@ class ManagedCursor:
         """Individual acks; the mark-delete moves over the contiguous acknowledged prefix."""
         self._check_open()
         changed = False
+        ranges, next_valid = self._ranges, self._ledger.next_valid_position
         for pos in positions:
-            if pos > self._md and pos not in self._ranges:
-                self._ranges.add(pos)
+            if pos <= self._md:
+                continue
+            if not ranges and pos == next_valid(self._md):
+                self._md = pos  # the common in-order ack: no range to keep, nothing to merge
+                changed = True
+            elif ranges.add(pos):
                 changed = True
         if not changed:
             return
-        nxt = self._ledger.next_valid_position(self._md)
-        if nxt in self._ranges:
+        if next_valid(self._md) in ranges:
             self._set_mark_delete(self._md)
+        elif self._read <= self._md:
+            self._read = next_valid(self._md)
         self._schedule_persist()
 
     def _set_mark_delete(self, position: Position) -> None:

@@ -479,6 +479,22 @@ class ManagedLedger:
             last = i
         return last
 
+    async def read_positions(self, positions: list[Position]) -> list[Entry]:
+        """The entries at ``positions`` (ascending) that exist, in order; each run of consecutive
+        entry ids is read at once (one cache lookup or one disk read), not entry by entry."""
+        out: list[Entry] = []
+        i = 0
+        while i < len(positions):
+            first = positions[i]
+            j = i + 1
+            while j < len(positions) and positions[j] == Position(first.ledger_id, first.entry_id + j - i):
+                j += 1
+            run = await self.read_entries(first, j - i, max_bytes=1 << 62)
+            out.extend(entry for entry in run if entry.position.ledger_id == first.ledger_id
+                       and entry.position.entry_id < first.entry_id + j - i)
+            i = j
+        return out
+
     async def read_entry(self, position: Position) -> Entry | None:
         """The entry at exactly ``position``, or None if it does not exist (or was trimmed)."""
         entries = await self.read_entries(position, 1)

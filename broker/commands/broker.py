@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -22,6 +23,7 @@ from minipulsar.storage import StorageError
 
 log = logging.getLogger("minipulsar")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+GC_GEN0_THRESHOLD = 20_000  # allocations between young-generation collections (CPython default 700)
 
 # flag -> Pulsar config key
 _FLAGS = {
@@ -76,8 +78,19 @@ async def run_broker(config) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with Broker(config):
+        tune_garbage_collector()
         await stop.wait()
         log.info("shutting down")
+
+
+def tune_garbage_collector() -> None:
+    """Move everything start-up allocated out of the collector's view and collect the youngest
+    generation less often: the per-message objects of the publish and dispatch paths die by
+    reference counting, and with the default threshold (700) the cyclic collector ran thousands
+    of times per 100k messages, scanning the same long-lived objects each time."""
+    gc.freeze()
+    gen0, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(max(gen0, GC_GEN0_THRESHOLD), gen1, gen2)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -33,8 +33,13 @@ class LastSentTracker:
         """Record that position went to a consumer."""
         if position <= self.last_sent:
             return
-        self.individually_sent.add(position)
-        self._fold()
+        if position == self._next(self.last_sent):
+            self.last_sent = position  # the gap above the last sent position closes: fold
+            self._fold()
+        else:
+            # Above a gap nothing can fold yet (the last fold left the position after the last
+            # sent one unsent and unacknowledged); catch_up folds what acknowledgements opened.
+            self.individually_sent.add(position)
 
     def catch_up(self, mark_delete: Position) -> Position:
         """Move up to the mark-delete position (all of it is acknowledged) and fold; returns last sent."""

@@ -173,7 +173,10 @@ class StickyKeyDispatcher(Dispatcher):
         joined_at = self.recently_joined.get(consumer)
         if joined_at is not None and position > joined_at:
             return False
-        return not any(other is not consumer and other.pending_hashes.get(key_hash) for other in self.consumers)
+        for other in self.consumers:  # a plain loop: this runs for every entry dispatched
+            if other is not consumer and other.pending_hashes.get(key_hash):
+                return False
+        return True
 
     def _dispatch(self, entries: list[tuple[Entry, EntryInfo]]) -> None:
         self.sent.catch_up(self.cursor.mark_delete_position)

@@ -91,3 +91,35 @@ def test_range_set_matches_a_plain_set(entries):
     # disjoint, sorted, non-touching (merged)
     for (lo1, up1), (lo2, up2) in zip(ranges, ranges[1:]):
         assert up1 < lo2
+
+
+@given(st.lists(st.tuples(st.sampled_from(["add", "range", "cut"]), st.integers(0, 2), st.integers(-1, 40),
+                          st.integers(1, 6)), max_size=60))
+def test_range_set_operations_match_a_plain_set(operations):
+    """Adds, range adds and remove_at_most over three ledgers, checked against a set of positions
+    after every step: membership, entry count, range queries, and disjoint non-touching ranges."""
+    rs, model = PositionRangeSet(), set()
+    for op, ledger, entry, width in operations:
+        if op == "add" and entry >= 0:
+            rs.add(Position(ledger, entry))
+            model.add(Position(ledger, entry))
+        elif op == "range":
+            rs.add_range(Position(ledger, entry), Position(ledger, entry + width))
+            model.update(Position(ledger, e) for e in range(entry + 1, entry + width + 1))
+        elif op == "cut":
+            rs.remove_at_most(Position(ledger, entry))
+            model = {p for p in model if p > Position(ledger, entry)}
+        universe = [Position(lid, e) for lid in range(3) for e in range(-1, 48)]
+        assert {p for p in universe if p in rs} == model
+        assert rs.entry_count == len(model)
+        for p in universe:
+            found = rs.range_containing(p)
+            assert (found is not None) == (p in model)
+            above = rs.first_range_above(p)
+            higher = [q for q in model if q > p]
+            assert (above is None) == (not higher)
+            if above is not None:
+                assert above[0] < min(higher) <= above[1]
+        ranges = rs.ranges()
+        for (lo1, up1), (lo2, up2) in zip(ranges, ranges[1:]):
+            assert up1 < lo2 or (up1.ledger_id != lo2.ledger_id)

@@ -1,0 +1,86 @@
+"""Publish latency at a steady rate, unbatched, with the official client: minipulsar (fsync on)
+beside pulsar-lite in the same run.
+
+    python bench/latency.py                         # 10,000 msg/s for 20 s, 100-byte messages
+    python bench/latency.py --rate 5000 --seconds 30 --rounds 3
+
+Messages are sent in 1 ms ticks (rate/1000 per tick) and each one's latency is measured from its
+send_async call to its callback. Prints p50 / p99 / p99.9 / max in ms and the rate achieved, per
+broker and round, then the median over rounds.
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pulsar
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from perf_compare import minipulsar, pulsar_lite  # noqa: E402  (bench/ is not a package)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def steady_publish(url: str, rate: int, seconds: float, size: int) -> dict:
+    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    producer = client.create_producer(f"persistent://public/default/lat-{uuid.uuid4().hex[:8]}",
+                                      batching_enabled=False, block_if_queue_full=True, max_pending_messages=10000)
+    latencies: list[float] = []
+    done = threading.Event()
+    total = int(rate * seconds)
+    payload = b"x" * size
+
+    def callback(result, _message_id, started):
+        latencies.append(time.perf_counter() - started)
+        if len(latencies) == total:
+            done.set()
+
+    per_tick, start = max(1, rate // 1000), time.perf_counter()
+    for sent in range(0, total, per_tick):
+        due = start + sent / rate
+        while (now := time.perf_counter()) < due:
+            time.sleep(min(due - now, 0.0005))  # pacing the sender, not waiting on the broker
+        for _ in range(min(per_tick, total - sent)):
+            t0 = time.perf_counter()
+            producer.send_async(payload, lambda r, m, t0=t0: callback(r, m, t0))
+    done.wait(60)
+    elapsed = time.perf_counter() - start
+    producer.close()
+    client.close()
+    ms = [x * 1e3 for x in latencies]
+    return {"rate": len(ms) / elapsed, "p50": percentile(ms, 0.5), "p99": percentile(ms, 0.99),
+            "p99.9": percentile(ms, 0.999), "max": max(ms)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=int, default=10_000, help="messages per second")
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    print("command:", shlex.join([sys.executable, *sys.argv]))
+    results: dict[str, list[dict]] = {"minipulsar": [], "pulsar-lite": []}
+    for round_no in range(args.rounds):
+        for name, launcher in (("minipulsar", minipulsar), ("pulsar-lite", pulsar_lite)):
+            with tempfile.TemporaryDirectory() as workdir, launcher(False, args, workdir) as url:
+                figures = steady_publish(url, args.rate, args.seconds, args.size)
+            results[name].append(figures)
+            print(f"round {round_no + 1} {name:11s} " + "  ".join(f"{k} {v:,.2f}" for k, v in figures.items()))
+    for name, rounds in results.items():
+        print(f"median {name:11s} " + "  ".join(
+            f"{k} {statistics.median(r[k] for r in rounds):,.2f}" for k in rounds[0]))
+
+
+if __name__ == "__main__":
+    main()
