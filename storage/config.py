@@ -20,7 +20,7 @@ class ManagedLedgerConfig:
     retention_size_mb: int = 0                   # defaultRetentionSizeInMB
     max_unacked_ranges_to_persist: int = 10000   # managedLedgerMaxUnackedRangesToPersist
     mark_delete_rate_limit: float = 1.0          # managedLedgerDefaultMarkDeleteRateLimit (persists/s per cursor)
-    entry_cache_size_mb: int = 64                # managedLedgerCacheSizeMB (per ledger here)
+    entry_cache_size_mb: int = 64                # managedLedgerCacheSizeMB (all ledgers of a factory together)
 
     @property
     def max_size_per_ledger_bytes(self) -> int:

@@ -1,20 +1,55 @@
 """Tail cache of recently added entries, so consumers that keep up never read the disk.
 
-It holds a contiguous run of entries of ONE ledger (the one being appended to): a
-list indexed by ``entry_id - first_entry``. Appends are O(1); when the byte budget is
-exceeded the oldest half is dropped at once (amortized O(1) per entry). Roll-over
-starts a new run. (Pulsar: ``EntryCacheImpl``, much simplified.)
+Each managed ledger has an EntryCache holding a contiguous run of entries of ONE ledger (the one
+being appended to): a list indexed by ``entry_id - first_entry``. Appends are O(1). All caches of
+a factory share one CacheBudget (``managedLedgerCacheSizeMB``, broker-wide as in Pulsar): when the
+total passes it, the caches appended to least recently give up their oldest half first (amortized
+O(1) per entry), so ten thousand topics hold no more than one budget between them. Roll-over
+starts a new run. (Pulsar: ``EntryCacheManager`` / ``EntryCacheImpl``, much simplified.)
 """
 from __future__ import annotations
+
+from collections import OrderedDict
+
+
+class CacheBudget:
+    """The byte budget the entry caches of one factory share, read from config each time (the
+    setting may change while running); a budget <= 0 disables caching."""
+
+    def __init__(self, config) -> None:
+        self._config = config
+        self.used = 0
+        self._recent: OrderedDict[EntryCache, None] = OrderedDict()  # least recently appended first
+
+    @property
+    def limit(self) -> int:
+        return self._config.entry_cache_size_bytes
+
+    def added(self, cache: "EntryCache", nbytes: int) -> None:
+        self.used += nbytes
+        self._recent[cache] = None
+        self._recent.move_to_end(cache)
+        while self.used > self.limit and self._recent:
+            oldest = next(iter(self._recent))
+            if not oldest.evict_half():
+                del self._recent[oldest]  # empty: nothing more to take from it
+
+    def released(self, nbytes: int) -> None:
+        self.used -= nbytes
+
+    def forget(self, cache: "EntryCache") -> None:
+        """cache's ledger closed: its entries and bytes leave the budget."""
+        cache.clear()
+        self._recent.pop(cache, None)
 
 
 class EntryCache:
     """``(ledger_id, entry_id) -> bytes`` for the newest entries of the append ledger."""
 
-    __slots__ = ("_limit", "ledger_id", "first_entry", "_datas", "_bytes")
+    __slots__ = ("_budget", "ledger_id", "first_entry", "_datas", "_bytes")
 
-    def __init__(self, limit_bytes: int) -> None:
-        self._limit = limit_bytes
+    def __init__(self, budget: CacheBudget) -> None:
+        self._budget = budget
         self.ledger_id = -1
         self.first_entry = 0
         self._datas: list[bytes] = []
@@ -23,20 +58,31 @@ class EntryCache:
     def add(self, ledger_id: int, entry_id: int, data: bytes) -> None:
         """Cache the entry just appended (entry ids of one ledger arrive in order)."""
         if ledger_id != self.ledger_id or entry_id != self.first_entry + len(self._datas):
+            self.clear()
             self.ledger_id, self.first_entry = ledger_id, entry_id
-            self._datas, self._bytes = [], 0
-        if self._limit <= 0:
+        if self._budget.limit <= 0:
             return
         self._datas.append(data)
         self._bytes += len(data)
-        if self._bytes > self._limit:
-            self._evict_half()
+        self._budget.added(self, len(data))
 
-    def _evict_half(self) -> None:
+    def evict_half(self) -> bool:
+        """Drop the oldest half of the run; False when the run was already empty."""
+        if not self._datas:
+            return False
         drop = max(1, len(self._datas) // 2)
-        self._bytes -= sum(map(len, self._datas[:drop]))
+        dropped = sum(map(len, self._datas[:drop]))
         del self._datas[:drop]
+        self._bytes -= dropped
+        self._budget.released(dropped)
         self.first_entry += drop
+        return True
+
+    def clear(self) -> None:
+        """Forget every entry (roll-over, or the ledger closes)."""
+        self._budget.released(self._bytes)
+        self.first_entry += len(self._datas)
+        self._datas, self._bytes = [], 0
 
     def get(self, ledger_id: int, first: int, last: int) -> list[bytes] | None:
         """Entries ``first..last`` (inclusive) if all are cached, else None."""
@@ -50,8 +96,11 @@ class EntryCache:
     def truncate(self, ledger_id: int, entry_count: int) -> None:
         """Forget entries ``>= entry_count`` of ``ledger_id`` (their append failed)."""
         if ledger_id != self.ledger_id:
-            self._datas, self._bytes, self.ledger_id = [], 0, -1
+            self.clear()
+            self.ledger_id = -1
             return
         keep = max(0, entry_count - self.first_entry)
-        self._bytes -= sum(map(len, self._datas[keep:]))
+        dropped = sum(map(len, self._datas[keep:]))
         del self._datas[keep:]
+        self._bytes -= dropped
+        self._budget.released(dropped)

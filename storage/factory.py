@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote
 
 from .config import ManagedLedgerConfig
+from .entry_cache import CacheBudget
 from .errors import DataDirLockedError, LedgerClosedError, StorageError
 from .ledger import ManagedLedger
 from .segment import fsync_dir
@@ -53,6 +54,7 @@ class ManagedLedgerFactory:
         self._opening: dict[str, asyncio.Future] = {}
         self._lock_fd: int | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._cache_budget = CacheBudget(config)  # managedLedgerCacheSizeMB across every ledger
 
     @property
     def ledgers_dir(self) -> str:
@@ -110,7 +112,8 @@ class ManagedLedgerFactory:
         folder = self._folder(name)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, self._prepare_folder, folder, name)
-        ml = ManagedLedger(name, folder, self.config, self._executor, on_closed=self._forget, retention=retention)
+        ml = ManagedLedger(name, folder, self.config, self._executor, on_closed=self._forget, retention=retention,
+                           cache_budget=self._cache_budget)
         await ml._open()
         return ml
 

@@ -25,7 +25,7 @@ from sortedcontainers import SortedDict
 from . import cursor_store, recovery, segment
 from .config import ManagedLedgerConfig
 from .cursor import ManagedCursor
-from .entry_cache import EntryCache
+from .entry_cache import CacheBudget, EntryCache
 from .errors import CursorError, LedgerClosedError, PersistenceError
 from .position import EARLIEST, Position
 from .segment import SegmentIndex
@@ -82,7 +82,7 @@ class ManagedLedger:
 
     def __init__(self, name: str, folder: str, config: ManagedLedgerConfig, executor: "Executor",
                  on_closed: Callable[["ManagedLedger"], None] | None = None,
-                 retention: tuple[int, int] | None = None) -> None:
+                 retention: tuple[int, int] | None = None, cache_budget: CacheBudget | None = None) -> None:
         self.name = name
         self.folder = folder
         self.config = config
@@ -94,7 +94,8 @@ class ManagedLedger:
         self._lac = Position(0, -1)
         self._cursors: dict[str, ManagedCursor] = {}
         self._listeners: list[Callable[[], None]] = []
-        self._cache = EntryCache(config.entry_cache_size_bytes)
+        self._cache_budget = cache_budget or CacheBudget(config)  # shared by the factory's ledgers
+        self._cache = EntryCache(self._cache_budget)
         self._writer: SegmentWriter | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         # append side (loop thread only)
@@ -658,6 +659,7 @@ class ManagedLedger:
         if isinstance(result, BaseException):
             log.error("ledger %s: sealing the current segment failed: %s", self.name, result)
         self._state = _CLOSED
+        self._cache_budget.forget(self._cache)
         if self._on_closed is not None:
             self._on_closed(self)
         log.info("ledger %s closed", self.name)

@@ -1,0 +1,41 @@
+"""The entry caches of a factory share one budget (managedLedgerCacheSizeMB, broker-wide)."""
+from minipulsar.storage import ManagedLedgerConfig
+from minipulsar.storage.entry_cache import CacheBudget, EntryCache
+
+
+def test_many_caches_stay_within_one_budget():
+    budget = CacheBudget(ManagedLedgerConfig(entry_cache_size_mb=1))
+    caches = [EntryCache(budget) for _ in range(50)]
+    for entry_id in range(200):
+        for cache in caches:
+            cache.add(0, entry_id, b"x" * 1000)
+    assert budget.used <= budget.limit
+    assert budget.used == sum(c._bytes for c in caches)
+    assert caches[-1].get(0, 199, 199) == [b"x" * 1000], "the newest entries stay cached"
+
+
+def test_least_recently_appended_cache_gives_up_entries_first():
+    budget = CacheBudget(ManagedLedgerConfig(entry_cache_size_mb=1))
+    idle, busy = EntryCache(budget), EntryCache(budget)
+    for entry_id in range(600):
+        idle.add(0, entry_id, b"i" * 1000)
+    for entry_id in range(800):
+        busy.add(0, entry_id, b"b" * 1000)
+    assert idle.get(0, 0, 0) is None and busy.get(0, 799, 799) is not None
+    assert budget.used <= budget.limit
+
+
+def test_forgotten_cache_returns_its_bytes():
+    budget = CacheBudget(ManagedLedgerConfig(entry_cache_size_mb=1))
+    cache = EntryCache(budget)
+    for entry_id in range(10):
+        cache.add(3, entry_id, b"x" * 100)
+    budget.forget(cache)
+    assert budget.used == 0 and cache.get(3, 0, 0) is None
+
+
+def test_zero_budget_caches_nothing():
+    budget = CacheBudget(ManagedLedgerConfig(entry_cache_size_mb=0))
+    cache = EntryCache(budget)
+    cache.add(0, 0, b"x")
+    assert cache.get(0, 0, 0) is None and budget.used == 0
