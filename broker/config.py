@@ -62,6 +62,9 @@ class BrokerConfig:
     namespace_replication_clusters: str = ""  # "tenant/ns=c1,c2;tenant/ns2=*" (namespace policy later)
     replicator_prefix: str = "pulsar.repl"  # replicatorPrefix
     replication_producer_queue_size: int = 1000  # replicationProducerQueueSize (entries in flight)
+    # minipulsar's own (Pulsar's replication client uses the client default, 60 s): the longest wait
+    # between a replicator's reconnection attempts, so catch-up starts soon after a partition heals
+    replication_max_backoff_interval_seconds: int = 5  # replicationMaxBackoffIntervalSeconds
     enable_replicated_subscriptions: bool = True  # enableReplicatedSubscriptions
     replicated_subscriptions_snapshot_frequency_millis: int = 1000  # replicatedSubscriptionsSnapshotFrequencyMillis
     replicated_subscriptions_snapshot_timeout_seconds: int = 30  # replicatedSubscriptionsSnapshotTimeoutSeconds
@@ -191,6 +194,7 @@ _VALIDATORS = {
     "subscriptionKeySharedConsistentHashingReplicaPoints": lambda v: v >= 1,
     "keySharedLookAheadMsgInReplayThresholdPerSubscription": lambda v: v >= 1,
     "replicationProducerQueueSize": lambda v: v >= 1,
+    "replicationMaxBackoffIntervalSeconds": lambda v: v >= 1,
     "replicatedSubscriptionsSnapshotFrequencyMillis": lambda v: v >= 1,
     "replicatedSubscriptionsSnapshotTimeoutSeconds": lambda v: v >= 1,
     "replicatedSubscriptionsSnapshotMaxCachedPerSubscription": lambda v: v >= 1,

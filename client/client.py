@@ -57,6 +57,9 @@ class Client:
             got no answer, and that received nothing else, is closed. Default: 30.
         listener_name (str | None): the advertised listener to look topics up on (LOOKUP
             advertised_listener_name). Default: None (the broker's internal listener).
+        max_backoff_interval_ms (int): milliseconds; the longest wait between reconnection attempts
+            of a producer or consumer (the waits start at 100 ms and double). The official Python
+            client has no such option (Java's ClientBuilder.maxBackoffInterval). Default: 60000.
         io_threads (int): official-client thread count; only 1 is accepted. Default: 1.
         message_listener_threads (int): official-client thread count; only 1 is accepted. Default: 1.
         concurrent_lookup_requests (int): not implemented; only 50000 is accepted. Default: 50000.
@@ -81,6 +84,7 @@ class Client:
     def __init__(self, service_url: str, authentication: Authentication | None = None,
                  operation_timeout_seconds: float = 30, connection_timeout_ms: int = 10000,
                  keep_alive_interval_seconds: float = 30, *, listener_name: str | None = None,
+                 max_backoff_interval_ms: int = 60000,
                  io_threads: int = 1, message_listener_threads: int = 1, concurrent_lookup_requests: int = 50000,
                  log_conf_file_path: str | None = None, stats_interval_in_seconds: int = 600,
                  use_tls: bool = False, tls_trust_certs_file_path: str | None = None,
@@ -90,6 +94,9 @@ class Client:
         parse_service_url(service_url)
         self.service_url = service_url
         self.operation_timeout = float(operation_timeout_seconds)
+        if max_backoff_interval_ms < 100:
+            raise InvalidConfiguration(f"max_backoff_interval_ms must be at least 100, got {max_backoff_interval_ms}")
+        self.max_backoff_interval = max_backoff_interval_ms / 1000.0
         if unknown:
             raise InvalidConfiguration(f"Client option {next(iter(unknown))!r} is not supported by the bundled client")
         reject_unsupported(

@@ -9,13 +9,21 @@ for a SEEK, say) fails it with UnknownError naming both. Pushed commands go to t
 registered for their producer_id / consumer_id: SEND_RECEIPT, SEND_ERROR, CLOSE_PRODUCER ->
 producer; MESSAGE, CLOSE_CONSUMER, ACTIVE_CONSUMER_CHANGE, REACHED_END_OF_TOPIC -> consumer. A
 broker's own CLOSE_* carries request id 2^64-1 (BROKER_INITIATED_REQUEST_ID), as Pulsar's do. When the socket closes every registered handler is told, so it can
-reconnect. Keep-alive: every keep_alive_interval seconds send PING; if the previous PING is still
-unanswered and nothing else arrived, close. Source: Pulsar's C++ ClientConnection (Java ClientCnx).
+reconnect.
+
+Dead peers are found in bounded time: every keep_alive_interval seconds the connection sends PING;
+if the previous PING is still unanswered and nothing else arrived, the socket is aborted (not
+closed: a graceful close waits for the queued frames to reach a peer that may never take them), so
+the handlers learn it at once and reconnect. A graceful close() that cannot flush within
+CLOSE_FLUSH_SECONDS is aborted too. Every ConnectError names the host, the step that failed
+(resolving, connecting, the CONNECT handshake) and the OS error or the time waited.
+Source: Pulsar's C++ ClientConnection (Java ClientCnx).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from typing import Callable, Protocol
 
 from minipulsar.client import __version__
@@ -32,6 +40,8 @@ Type = api.BaseCommand.Type
 PROTOCOL_VERSION = 20
 CLIENT_VERSION = f"Pulsar-Python-minipulsar-{__version__}"
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+# A peer that takes none of our queued frames for this long while we close is treated as dead.
+CLOSE_FLUSH_SECONDS = 2.0
 
 # Answers to requests: (BaseCommand field, request_id attribute).
 _RESPONSES = {
@@ -104,27 +114,50 @@ class ClientConnection(asyncio.Protocol):
         self._keepalive_task: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lost = False
+        self._close_reason: str | None = None  # why we dropped the connection, for the handlers' errors
 
     def __repr__(self) -> str:
         return f"ClientConnection({self.logical_url} via {self.host}:{self.port})"
 
     # ---- opening ---------------------------------------------------------------------------
     async def open(self, timeout: float) -> "ClientConnection":
-        """TCP connect and CONNECT/CONNECTED within timeout seconds; raises ConnectError."""
+        """Resolve the host, connect over TCP and complete CONNECT/CONNECTED, all within timeout
+        seconds. Raises ConnectError naming the host, the step that failed and the OS error or the
+        time waited (a resolver that never answers is a timeout while resolving, not a silence)."""
         self._loop = asyncio.get_running_loop()
         self._connected = self._loop.create_future()
+        step = f"resolving {self.host}"
         try:
             async with asyncio.timeout(timeout):
-                await self._loop.create_connection(lambda: self, self.host, self.port)
+                addresses = await self._loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+                step = f"connecting to {self.host}:{self.port}"
+                await self._connect_any([info[4] for info in addresses])
+                step = f"waiting for CONNECTED from {self.host}:{self.port}"
                 await self._connected
-        except (OSError, TimeoutError) as exc:
-            self.close()
-            raise ConnectError(f"cannot connect to {self.host}:{self.port}: {exc or 'timed out'}") from exc
+        except TimeoutError:
+            self.abort(f"timed out {step}")
+            raise ConnectError(f"cannot connect to {self.host}:{self.port}: timed out after {timeout:g} s "
+                               f"{step}") from None
+        except OSError as exc:
+            self.abort(describe(exc))
+            raise ConnectError(f"cannot connect to {self.host}:{self.port}: {step}: {describe(exc)}") from exc
         except PulsarException:
-            self.close()
+            self.abort("CONNECT refused")
             raise
         self._keepalive_task = self._loop.create_task(self._keepalive())
         return self
+
+    async def _connect_any(self, addresses: list[tuple]) -> None:
+        """TCP connect to the first of the resolved addresses that accepts; OSError naming each
+        address tried and its error when none does."""
+        errors = []
+        for address in addresses:
+            try:
+                await self._loop.create_connection(lambda: self, address[0], address[1])
+                return
+            except OSError as exc:
+                errors.append(f"{address[0]}: {describe(exc)}")
+        raise OSError("; ".join(errors) or "the resolver returned no address")
 
     def connection_made(self, transport: asyncio.Transport) -> None:
         self.transport = transport
@@ -278,8 +311,9 @@ class ClientConnection(asyncio.Protocol):
         while not self.closed:
             await asyncio.sleep(self.keep_alive_interval)
             if self._ping_outstanding:
-                log.warning("%s: no answer to PING within %.0f s; closing", self, self.keep_alive_interval)
-                self.close()
+                log.warning("%s: no answer to PING within %g s; dropping the connection", self,
+                            self.keep_alive_interval)
+                self.abort(f"no answer to PING within {self.keep_alive_interval:g} s")
                 return
             self._ping_outstanding = True
             self.send_command(api.BaseCommand(type=Type.PING, ping=api.CommandPing()))
@@ -296,13 +330,14 @@ class ClientConnection(asyncio.Protocol):
             return
         self._lost = True
         self.closed = True
-        log.info("%s: connection closed (%s)", self, exc or "by peer")
-        self._fail_connect(ConnectError(f"connection to {self.host}:{self.port} closed during handshake"))
+        reason = self._close_reason or (describe(exc) if exc is not None else "closed by the broker")
+        log.info("%s: connection closed (%s)", self, reason)
+        self._fail_connect(ConnectError(f"connection to {self.host}:{self.port} closed during handshake: {reason}"))
         if self._keepalive_task is not None:
             self._keepalive_task.cancel()
         for future, _ in self._pending.values():
             if not future.done():
-                future.set_exception(ConnectError(f"connection to {self.logical_url} lost"))
+                future.set_exception(ConnectError(f"connection to {self.logical_url} lost: {reason}"))
         self._pending.clear()
         handlers = [*self.producers.values(), *self.consumers.values()]
         self.producers.clear()
@@ -313,12 +348,36 @@ class ClientConnection(asyncio.Protocol):
             handler.on_connection_closed(self)
 
     def close(self) -> None:
-        """Close the socket; connection_lost() notifies handlers."""
+        """Close the socket after the queued frames are written; connection_lost() notifies the
+        handlers. A peer that takes none of them within CLOSE_FLUSH_SECONDS is presumed dead and
+        the socket is aborted, so the handlers always learn of the close in bounded time."""
         self.closed = True
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.close()
-        elif self.transport is None:
+        self._close_reason = self._close_reason or "closed by the client"
+        if self.transport is None:
             self.connection_lost(None)
+        elif not self.transport.is_closing():
+            self.transport.close()
+            self._loop.call_later(CLOSE_FLUSH_SECONDS, self._abort_unflushed)
+
+    def abort(self, reason: str) -> None:
+        """Drop the connection now, discarding unsent frames (the peer is presumed dead);
+        connection_lost() notifies the handlers, whose errors carry reason."""
+        self.closed = True
+        self._close_reason = self._close_reason or reason
+        if self.transport is None:
+            self.connection_lost(None)
+        else:
+            self.transport.abort()
+
+    def _abort_unflushed(self) -> None:
+        if not self._lost and self.transport is not None:
+            self._close_reason = f"the broker took none of our last frames for {CLOSE_FLUSH_SECONDS:g} s"
+            self.transport.abort()
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as a non-empty reason ('TimeoutError' where str() is empty)."""
+    return str(exc) or type(exc).__name__
 
 
 def _unexpected(kind: int, request_kind: int, request_id: int) -> UnknownError:

@@ -7,7 +7,8 @@ terminal ones (ProducerFenced, TopicTerminated) for as long as it is open, so a 
 survived. Subclasses implement _connection_opened(cnx) (send PRODUCER / SUBSCRIBE and wait for the
 answer), _connection_lost() and _close_command(request_id) (their CLOSE_PRODUCER / CLOSE_CONSUMER);
 _send_close and _request_close are the one way either kind of handle closes itself on the broker.
-Source: Pulsar's C++ HandlerBase (backoff 100 ms .. 60 s).
+Reconnection waits follow the client's back-off: 100 ms doubling up to its
+max_backoff_interval_ms (60 s by default). Source: Pulsar's C++ HandlerBase (backoff 100 ms .. 60 s).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ class HandlerBase:
         self.cnx: ClientConnection | None = None
         self.closed = False
         self.failed: Exception | None = None
-        self._backoff = Backoff()
+        self._backoff = Backoff(maximum=client.max_backoff_interval)
         self._ever_connected = False
         self._reconnect_task: asyncio.Task | None = None
         self._ready = asyncio.Event()
@@ -101,7 +102,7 @@ class HandlerBase:
                 self._on_terminal_failure(exc)
                 return
             except Exception as exc:  # noqa: BLE001 - keep trying while open; the cause is logged
-                log.info("%s: reconnect failed: %s", self, exc)
+                self._reconnect_failed(exc)
 
     async def wait_ready(self, timeout: float | None = None) -> None:
         """Wait until connected; raises the terminal failure or Timeout."""
@@ -147,6 +148,10 @@ class HandlerBase:
 
     def _connection_lost(self) -> None:
         """Runs when the connection is gone, before reconnecting."""
+
+    def _reconnect_failed(self, exc: Exception) -> None:
+        """A reconnection attempt failed with exc; the next one follows after the back-off."""
+        log.info("%s: reconnect failed: %s", self, exc)
 
     def _on_terminal_failure(self, exc: Exception) -> None:
         """The handle cannot reconnect any more."""

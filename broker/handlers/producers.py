@@ -3,7 +3,8 @@
 SEND_RECEIPT leaves only after the entry is durable, and always in send order (the C++ client
 closes the connection otherwise). A SEND with a bad checksum gets SEND_ERROR ChecksumError, the one
 SEND_ERROR the C++ producer survives; a SEND for a producer the connection does not have is a
-protocol violation.
+protocol violation. A replicator producer meant for another cluster, or coming from this one (a
+replication loop), is refused with NotAllowedError (broker/replication/misdirection.py).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 from minipulsar.broker.access_modes import MODE_NAMES
 from minipulsar.broker.errors import BrokerError
 from minipulsar.broker.producer import PendingPublish, Producer
+from minipulsar.broker.replication.misdirection import check_replicator_producer
 from minipulsar.broker.topic_name import TopicName
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.proto.errors import FrameError
@@ -36,6 +38,7 @@ async def handle_producer(conn: "ServerConnection", frame: Frame) -> None:
         _send_producer_success(conn, request.request_id, existing)
         return
     broker = conn.broker
+    check_replicator_producer(request.producer_name, broker.config.replicator_prefix, broker.config.cluster_name)
     topic = await broker.get_topic(TopicName.parse(request.topic), create=True)
     name = request.producer_name if request.HasField("producer_name") and request.producer_name else broker.new_producer_name()
     producer = Producer(

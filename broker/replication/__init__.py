@@ -2,7 +2,8 @@
 
 Modules: clusters (settings), broker_replication (per broker: clients, start-up loading),
 topic_replication (per topic: the hooks), replicator (copying entries to one remote cluster),
-remote_producer (the bundled client's producer, sending stored entries), markers (marker entries),
+remote_producer (the bundled client's producer, sending stored entries), misdirection (refusing
+and reporting a replicator that reached the wrong cluster), markers (marker entries),
 snapshot_controller (the snapshot protocol), snapshot_cache (per-subscription snapshots).
 See docs/replication.md.
 """

@@ -13,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from minipulsar.broker.replication.clusters import ClusterSettings
+from minipulsar.broker.replication.misdirection import warn_if_advertised_loopback
 from minipulsar.broker.topic_name import TopicName
 from minipulsar.client.client import Client
 
@@ -58,12 +59,19 @@ class BrokerReplication:
             return known[1]
         if known is not None:
             self.broker.spawn(known[1].close())
-        client = Client(url, operation_timeout_seconds=10, connection_timeout_ms=5000)
+        config = self.broker.config
+        # The broker's keep-alive interval also bounds how long a dead remote goes unnoticed
+        # (at most two intervals); the back-off cap bounds the wait once it is back.
+        client = Client(url, operation_timeout_seconds=10, connection_timeout_ms=5000,
+                        keep_alive_interval_seconds=config.keep_alive_interval_seconds,
+                        max_backoff_interval_ms=config.replication_max_backoff_interval_seconds * 1000)
         self._clients[remote] = (url, client)
         return client
 
     async def start(self) -> None:
-        """Load the stored topics of replicated namespaces so their replicators run."""
+        """Warn about an advertised address peers cannot use, then load the stored topics of
+        replicated namespaces so their replicators run."""
+        warn_if_advertised_loopback(self.broker.config, self.peers())
         await self._load_replicated_topics()
 
     async def reconfigure(self) -> None:

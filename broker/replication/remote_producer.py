@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Callable
 
+from minipulsar.broker.replication.misdirection import is_refusal
 from minipulsar.client.client import Client
 from minipulsar.client.exceptions import AlreadyClosed
 from minipulsar.client.producer.batch import OpSend, PendingMessage
@@ -24,16 +26,26 @@ log = logging.getLogger(__name__)
 
 
 class RemoteProducer(PartitionProducer):
-    """topic: the same topic name on the remote cluster; name: pulsar.repl.<local>--><remote>."""
+    """topic: the same topic name on the remote cluster; name: pulsar.repl.<local>--><remote>;
+    on_refused: called with the error when a reconnection reaches a broker that refuses this
+    producer as misdirected (broker/replication/misdirection.py)."""
 
-    def __init__(self, client: Client, topic: str, name: str, queue_size: int):
+    def __init__(self, client: Client, topic: str, name: str, queue_size: int,
+                 on_refused: Callable[[Exception], None] | None = None):
         conf = ProducerConfig(producer_name=name, send_timeout_millis=0, batching_enabled=False,
                               max_pending_messages=queue_size, block_if_queue_full=True)
         super().__init__(client, topic, conf)
+        self.on_refused = on_refused
 
     @property
     def connected(self) -> bool:
         return self.cnx is not None and not self.closed
+
+    def _reconnect_failed(self, exc: Exception) -> None:
+        if self.on_refused is not None and is_refusal(exc):
+            self.on_refused(exc)
+        else:
+            super()._reconnect_failed(exc)
 
     def send_entry(self, data: bytes, num_messages: int) -> asyncio.Future:
         """Queue one stored entry; the future resolves to the remote MessageId or fails

@@ -13,8 +13,12 @@ read position while fewer than replicationProducerQueueSize are in flight, and f
 Skipped entries are acknowledged on the cursor at once, sent ones when their receipt comes back,
 so the backlog shrinks and nothing is lost: after a restart the cursor re-reads whatever was not
 confirmed (a remote that stored an entry but whose receipt was lost gets it again: at-least-once).
-While the remote is down the producer reconnects with back-off (100 ms doubling to 30 s); the
-backlog grows and is sent in order once it is back.
+While the remote is down or unreachable the producer reconnects with back-off (100 ms doubling to
+replicationMaxBackoffIntervalSeconds, 5 s), so catch-up starts at most that long after the remote
+is back; a dead connection is found by the client's keep-alive (keepAliveIntervalSeconds) and
+dropped at once. The backlog grows meanwhile and is sent in order once the remote is back.
+A remote broker that refuses the producer because it is the wrong cluster (see misdirection) is
+reported with an ERROR naming the settings to fix, and retried with the same back-off.
 Source: Pulsar PersistentReplicator / GeoPersistentReplicator.replicateEntries (PIP-33).
 """
 from __future__ import annotations
@@ -27,6 +31,8 @@ from typing import TYPE_CHECKING
 
 from minipulsar.broker.entry_info import entry_info
 from minipulsar.broker.replication.markers import REPLICATED_SUBSCRIPTION_MARKERS
+from minipulsar.broker.replication.misdirection import (LOG_INTERVAL, is_refusal, refusal_advice,
+                                                         replicator_producer_name)
 from minipulsar.broker.replication.remote_producer import RemoteProducer
 from minipulsar.client.backoff import Backoff
 from minipulsar.client.exceptions import AlreadyClosed
@@ -40,7 +46,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 READ_BATCH = 100  # entries per cursor read
-PRODUCER_NAME_DELIMITER = "-->"  # Pulsar REPL_PRODUCER_NAME_DELIMITER
 
 
 class Replicator:
@@ -54,8 +59,10 @@ class Replicator:
         self.local = broker.config.cluster_name
         prefix = broker.config.replicator_prefix
         self.cursor_name = f"{prefix}.{remote}"
-        self.producer_name = f"{prefix}.{self.local}{PRODUCER_NAME_DELIMITER}{remote}"
+        self.producer_name = replicator_producer_name(prefix, self.local, remote)
         self.queue_size = broker.config.replication_producer_queue_size
+        self.max_backoff = float(broker.config.replication_max_backoff_interval_seconds)
+        self._last_refusal_log = -LOG_INTERVAL
         self.cursor: ManagedCursor | None = None
         self.producer: RemoteProducer | None = None
         self._in_flight: collections.deque[tuple[float, int]] = collections.deque()  # (publish ms, seq)
@@ -120,9 +127,10 @@ class Replicator:
     async def _connect(self) -> None:
         """Create the producer on the remote broker, retrying with back-off until it exists."""
         client = self.owner.clients.client_for(self.remote)
-        backoff = Backoff(0.1, 30.0)
+        backoff = Backoff(0.1, self.max_backoff)
         while not self._closed:
-            producer = RemoteProducer(client, str(self.topic.name), self.producer_name, self.queue_size)
+            producer = RemoteProducer(client, str(self.topic.name), self.producer_name, self.queue_size,
+                                      on_refused=self._refused)
             try:
                 await producer.start()
                 self.producer = producer
@@ -131,8 +139,22 @@ class Replicator:
             except Exception as exc:  # noqa: BLE001 - the remote may be down; keep trying
                 await producer.close_now()
                 delay = backoff.next()
-                log.info("%s: cannot create the remote producer (%s); retrying in %.1f s", self, exc, delay)
+                if is_refusal(exc):
+                    self._refused(exc)
+                else:
+                    log.info("%s: cannot create the remote producer (%s); retrying in %.1f s", self, exc, delay)
                 await asyncio.sleep(delay)
+
+    def _refused(self, exc: Exception) -> None:
+        """The broker we reached is not the remote cluster: an ERROR naming the settings to fix,
+        at most once a minute (the replicator keeps retrying with its back-off meanwhile)."""
+        now = time.monotonic()
+        level = logging.DEBUG
+        if now - self._last_refusal_log >= LOG_INTERVAL:
+            level, self._last_refusal_log = logging.ERROR, now
+        url = self.owner.clients.peers().get(self.remote, "?")
+        log.log(level, "%s: %s; %s; retrying with back-off (at most %g s apart)", self, exc,
+                refusal_advice(self.remote, url), self.max_backoff)
 
     def _replicate(self, entry: Entry) -> None:
         info = entry_info(entry.data)
