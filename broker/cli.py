@@ -4,6 +4,7 @@
     minipulsar client [--url URL] produce|consume    as Pulsar's pulsar-client
     minipulsar perf produce|consume                  as Pulsar's pulsar-perf
     minipulsar admin GROUP VERB                      as Pulsar's pulsar-admin, over the REST API
+    minipulsar tokens VERB                           as Pulsar's pulsar tokens (JWT keys and tokens)
 
 Each verb group is one module of minipulsar.broker.commands with `add_parser(subparsers)`: it
 registers its sub-command (and its own verbs) and sets `run`, a function Namespace -> exit status,
@@ -15,9 +16,9 @@ import argparse
 import sys
 
 from minipulsar import __version__
-from minipulsar.broker.commands import admin, broker, client, perf
+from minipulsar.broker.commands import admin, broker, client, perf, tokens
 
-VERB_GROUPS = (broker, client, perf, admin)
+VERB_GROUPS = (broker, client, perf, admin, tokens)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -22,6 +22,12 @@ class ConfigError(ValueError):
     """A configuration value is invalid; the message names the key."""
 
 
+# Pulsar's ports are Optional: an empty brokerServicePort / webServicePort turns that plain listener
+# off (brokerServicePortTls / webServicePortTls serve instead; broker/security/settings.py checks).
+PORT_OFF = -1
+_OPTIONAL_PORTS = ("brokerServicePort", "webServicePort")
+
+
 SCHEMA_STRATEGIES = ("ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE", "BACKWARD", "FORWARD", "FULL",
                      "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE")
 
@@ -100,6 +106,31 @@ class BrokerConfig:
     broker_service_compaction_monitor_interval_in_seconds: int = 60  # brokerServiceCompactionMonitorIntervalInSeconds
     enable_non_persistent_topics: bool = True  # enableNonPersistentTopics
     expose_topic_level_metrics_in_prometheus: bool = True  # exposeTopicLevelMetricsInPrometheus (false: per namespace)
+    # ---- security: authentication, authorization, TLS (broker/security/, docs/security.md) ----
+    authentication_enabled: bool = False  # authenticationEnabled
+    authentication_providers: str = ""  # authenticationProviders: Pulsar provider class names, comma-separated
+    authentication_refresh_check_seconds: int = 60  # authenticationRefreshCheckSeconds
+    anonymous_user_role: str = ""  # anonymousUserRole: the role of clients without credentials (empty: refused)
+    authorization_enabled: bool = False  # authorizationEnabled
+    super_user_roles: str = ""  # superUserRoles, comma-separated
+    authenticate_metrics_endpoint: bool = False  # authenticateMetricsEndpoint
+    token_secret_key: str = ""  # tokenSecretKey: file:///path, data:;base64,..., or base64 (HS256/384/512)
+    token_public_key: str = ""  # tokenPublicKey: same forms (RS*/PS*/ES*), DER or PEM
+    token_public_alg: str = ""  # tokenPublicAlg: the public key's algorithm (empty: RS256, as Pulsar)
+    token_auth_claim: str = "sub"  # tokenAuthClaim: the claim holding the role
+    token_audience_claim: str = ""  # tokenAudienceClaim (e.g. aud); needs tokenAudience
+    token_audience: str = ""  # tokenAudience: the audience that stands for this broker
+    broker_service_port_tls: str = ""  # brokerServicePortTls (empty: off; Pulsar's usual value 6651)
+    web_service_port_tls: str = ""  # webServicePortTls (empty: off; Pulsar's usual value 8443)
+    tls_certificate_file_path: str = ""  # tlsCertificateFilePath (PEM)
+    tls_key_file_path: str = ""  # tlsKeyFilePath (PEM)
+    tls_trust_certs_file_path: str = ""  # tlsTrustCertsFilePath: CAs client certificates are checked against
+    tls_require_trusted_client_cert_on_connect: bool = False  # tlsRequireTrustedClientCertOnConnect
+    tls_protocols: str = ""  # tlsProtocols, e.g. "TLSv1.3,TLSv1.2" (empty: the ssl module's defaults)
+    tls_ciphers: str = ""  # tlsCiphers: OpenSSL cipher names, comma-separated (empty: defaults)
+    tls_cert_refresh_check_duration_sec: int = 300  # tlsCertRefreshCheckDurationSec (0: never reload)
+    broker_client_authentication_plugin: str = ""  # brokerClientAuthenticationPlugin (replicators, health check)
+    broker_client_authentication_parameters: str = ""  # brokerClientAuthenticationParameters
     extra: dict[str, str] = field(default_factory=dict)  # unknown keys, kept so they can be reported
 
     def ledger_config(self) -> ManagedLedgerConfig:
@@ -124,6 +155,9 @@ class BrokerConfig:
 
     @property
     def broker_service_url(self) -> str:
+        """pulsar://host:port, or "" when the plain port is off (a TLS port serves instead)."""
+        if self.broker_service_port == PORT_OFF:
+            return ""
         return f"pulsar://{self.advertised_host}:{self.broker_service_port}"
 
 
@@ -151,8 +185,15 @@ def unused_keys_report(extra: Mapping[str, str]) -> tuple[list[str], list[tuple[
 
 
 def runtime_values(config: BrokerConfig) -> dict[str, str]:
-    """Every setting by its Pulsar key, as strings (GET /admin/v2/brokers/configuration/runtime)."""
-    return {key: _to_text(getattr(config, spec.name)) for key, spec in _FIELDS.items()}
+    """Every setting by its Pulsar key, as strings (GET /admin/v2/brokers/configuration/runtime);
+    settings that may hold a secret (a data: key, a token) show as ******** when set."""
+    values = {key: _to_text(getattr(config, spec.name)) for key, spec in _FIELDS.items()}
+    return {key: "********" if key in SECRET_KEYS and value else value for key, value in values.items()}
+
+
+# Settings whose value may be a secret itself (tokenSecretKey as data: or base64, a token in the
+# parameters): never shown by the admin API.
+SECRET_KEYS = frozenset(("tokenSecretKey", "brokerClientAuthenticationParameters"))
 
 
 def _to_text(value: Any) -> str:
@@ -212,6 +253,11 @@ _VALIDATORS = {
         "producer_request_hold", "producer_exception", "consumer_backlog_eviction"),
     "brokerServiceCompactionThresholdInBytes": lambda v: v >= 0,
     "brokerServiceCompactionMonitorIntervalInSeconds": lambda v: v >= 1,
+    # security (cross-key checks, key files and providers: broker/security/settings.py)
+    "authenticationRefreshCheckSeconds": lambda v: v >= 1,
+    "tlsCertRefreshCheckDurationSec": lambda v: v >= 0,
+    "brokerServicePortTls": lambda v: v == "" or (v.isdigit() and int(v) <= 65535),
+    "webServicePortTls": lambda v: v == "" or (v.isdigit() and int(v) <= 65535),
     "subscriptionTypesEnabled": lambda v: bool(v.strip()) and all(
         t.strip() in ("Exclusive", "Shared", "Failover", "Key_Shared", "Key_Failover") for t in v.split(",") if t.strip()),
 }
@@ -262,15 +308,18 @@ def build_config(*layers: Mapping[str, Any]) -> BrokerConfig:
     """A BrokerConfig from layers of {pulsarKey: value}, later layers winning.
 
     Keys match case-insensitively; an empty value in a file means "keep the default", as in
-    broker.conf. Unknown keys are kept in .extra (Pulsar has hundreds we do not read).
+    broker.conf, except for brokerServicePort and webServicePort, where it turns that plain port off
+    (PORT_OFF), as in Pulsar. Unknown keys are kept in .extra (Pulsar has hundreds we do not read).
     Raises ConfigError naming the key for an unparsable or out-of-range value.
     """
     config = BrokerConfig()
     for layer in layers:
         for raw_key, value in layer.items():
-            if value is None or (isinstance(value, str) and value == ""):
-                continue
             key = _BY_LOWER.get(re.sub(r"[^A-Za-z0-9]", "", raw_key).lower())
+            if value is None or (isinstance(value, str) and value == ""):
+                if value == "" and key in _OPTIONAL_PORTS:
+                    setattr(config, _FIELDS[key].name, PORT_OFF)
+                continue
             if key is None:
                 config.extra[raw_key] = str(value)
                 continue

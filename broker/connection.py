@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from minipulsar.broker.background import BackgroundTasks
 from minipulsar.broker.errors import BrokerError
 from minipulsar.broker.handlers import ROUTES
+from minipulsar.broker.security.tls_context import peer_certificate
 from minipulsar.proto import BROKER_INITIATED_REQUEST_ID
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.proto.errors import FrameError
@@ -27,6 +28,7 @@ from minipulsar.storage import Entry
 
 if TYPE_CHECKING:
     from minipulsar.broker.consumer import Consumer
+    from minipulsar.broker.security.connection_auth import ConnectionAuth
     from minipulsar.broker.producer import Producer
     from minipulsar.broker.server import Broker
 
@@ -61,6 +63,8 @@ class ServerConnection(asyncio.Protocol):
         self.closed = False
         self.protocol_version = 0
         self.client_version = ""
+        self.peer_certificate: bytes | None = None  # DER client certificate the TLS handshake verified
+        self.auth: ConnectionAuth | None = None  # the role CONNECT authenticated (authenticationEnabled)
         self.producers: dict[int, Producer] = {}
         self.consumers: dict[int, Consumer] = {}
         self.pending_publishes = 0
@@ -82,6 +86,7 @@ class ServerConnection(asyncio.Protocol):
         self.transport = transport
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer_address = f"{peer[0]}:{peer[1]}"
+        self.peer_certificate = peer_certificate(transport)
         transport.set_write_buffer_limits(high=self._high_water, low=self._high_water // 2)
         self.broker.connections.add(self)
         log.debug("connection from %s", self.peer_address)
@@ -103,6 +108,8 @@ class ServerConnection(asyncio.Protocol):
         self.closed = True
         self.broker.connections.discard(self)
         self._tasks.cancel()
+        if self.auth is not None:
+            self.auth.cancel()  # the credentials refresh timer
         for producer_id in list(self.producers):
             self.remove_producer(producer_id)
         for consumer_id in list(self.consumers):

@@ -59,18 +59,21 @@ def parse_advertised_listeners(text: str, internal_name: str) -> tuple[dict[str,
 
 
 class AdvertisedListeners:
-    """The broker's listeners; default_url: the plain advertised pulsar:// URL (no listeners)."""
+    """The broker's listeners; default_url: the plain advertised pulsar:// URL (no listeners);
+    default_url_tls: the pulsar+ssl:// one of brokerServicePortTls, answered beside it."""
 
     def __init__(self, advertised_listeners: str, internal_listener_name: str, default_url: str):
         self.listeners, self.internal_name = parse_advertised_listeners(advertised_listeners, internal_listener_name)
         self._default_url = default_url
+        # pulsar+ssl:// URL of brokerServicePortTls, set once that port listens (None: no TLS port)
+        self.default_url_tls: str | None = None
 
     def lookup(self, listener_name: str, default_url: str | None = None) -> Listener:
         """The listener a LOOKUP asked for; raises ServiceNotReadyError for an unknown name."""
         if not self.listeners:
             if listener_name:
                 raise ServiceNotReadyError(f"the broker do not have {listener_name} listener")
-            return Listener("", default_url or self._default_url)
+            return Listener("", default_url or self._default_url, self.default_url_tls)
         name = listener_name or self.internal_name
         listener = self.listeners.get(name)
         if listener is None:

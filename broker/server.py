@@ -18,7 +18,7 @@ from pathlib import Path
 
 from minipulsar.broker.background import BackgroundTasks
 from minipulsar.broker.backlog_quota import BacklogQuotas
-from minipulsar.broker.config import BrokerConfig, apply_setting
+from minipulsar.broker.config import PORT_OFF, BrokerConfig, apply_setting
 from minipulsar.broker.connection import ServerConnection
 from minipulsar.broker.errors import NotAllowedError, ServiceNotReadyError, TopicNotFoundError
 from minipulsar.broker.listeners import AdvertisedListeners
@@ -27,6 +27,7 @@ from minipulsar.broker.namespace_policies import NamespacePolicies
 from minipulsar.broker.namespaces import Namespaces
 from minipulsar.broker.non_persistent_topic import NonPersistentTopic
 from minipulsar.broker.schema_registry import SchemaRegistry
+from minipulsar.broker.security.service import BrokerSecurity
 from minipulsar.broker.replication import BrokerReplication
 from minipulsar.broker.topic import PersistentTopic
 from minipulsar.broker.topic_admin import TopicAdmin
@@ -52,6 +53,9 @@ class Broker:
                                       lambda name: self.policies.schema_compatibility_strategy(name.namespace_name),
                                       lambda name: self.policies.allow_auto_update_schema(name.namespace_name))
         self.listeners = AdvertisedListeners(config.advertised_listeners, config.internal_listener_name, "")
+        # authentication, authorization, TLS (broker/security); raises ConfigError naming the key
+        self.security = BrokerSecurity(config, self.namespaces, self.metadata)
+        self._tls_server: asyncio.base_events.Server | None = None
         self.connections: set[ServerConnection] = set()
         self._topic_locks: dict[str, asyncio.Lock] = {}
         self._server: asyncio.base_events.Server | None = None
@@ -69,12 +73,26 @@ class Broker:
 
     @property
     def service_url(self) -> str:
-        return self.config.broker_service_url
+        """The plain pulsar:// URL, or the pulsar+ssl:// one when brokerServicePort is off."""
+        return self.config.broker_service_url or self.service_url_tls or ""
 
     @property
     def web_service_url(self) -> str:
-        """http://<advertised host>:<web port> (the bound port once started)."""
+        """http://<advertised host>:<web port> (the bound port once started); the https:// URL
+        when webServicePort is off."""
+        if self.config.web_service_port == PORT_OFF:
+            return self.web_service_url_tls or ""
         return f"http://{self.config.advertised_host}:{self.web.port or self.config.web_service_port}"
+
+    @property
+    def service_url_tls(self) -> str | None:
+        """pulsar+ssl://<advertised host>:<brokerServicePortTls> once started; None without that port."""
+        return self.listeners.default_url_tls
+
+    @property
+    def web_service_url_tls(self) -> str | None:
+        """https://<advertised host>:<webServicePortTls> once started; None without that port."""
+        return f"https://{self.config.advertised_host}:{self.web.port_tls}" if self.web.port_tls else None
 
     async def __aenter__(self) -> "Broker":
         await self.start()
@@ -100,17 +118,22 @@ class Broker:
             loop = asyncio.get_running_loop()
             await self._start_web_service()
             self.running = True  # before the binary port accepts: its first client is served at once
-            self._server = await loop.create_server(
-                lambda: ServerConnection(self), self.config.bind_address, self.config.broker_service_port,
-                reuse_address=True,
-            )
+            if self.config.broker_service_port != PORT_OFF:
+                self._server = await loop.create_server(
+                    lambda: ServerConnection(self), self.config.bind_address, self.config.broker_service_port,
+                    reuse_address=True,
+                )
+                self.config.broker_service_port = self._server.sockets[0].getsockname()[1]
+            await self._start_tls_listener()
         except BaseException:
             self.running = False
+            if self._server is not None:
+                self._server.close()
             await self.web.stop()
             await self.factory.close()
             raise
-        self.config.broker_service_port = self._server.sockets[0].getsockname()[1]
         self._keepalive = loop.create_task(self._keepalive_loop())
+        self.security.start()  # TLS certificate reloads
         self._periodic = [
             loop.create_task(self._every(lambda: self.config.message_expiry_check_interval_in_minutes * 60,
                                          self.expire_messages_by_ttl, "message expiry")),
@@ -120,9 +143,23 @@ class Broker:
                                          self.compact_topics_over_threshold, "compaction threshold")),
         ]
         await self.replication.start()
-        log.info("minipulsar broker listening on %s:%d (advertised %s), data dir %s",
-                 self.config.bind_address, self.config.broker_service_port, self.service_url,
+        port = self.config.broker_service_port if self._server is not None else self.config.broker_service_port_tls
+        log.info("minipulsar broker listening on %s:%s (advertised %s), data dir %s",
+                 self.config.bind_address, port, self.service_url,
                  Path(self.config.data_dir).resolve())
+
+    async def _start_tls_listener(self) -> None:
+        """Listen on brokerServicePortTls when set; LOOKUP then also answers its pulsar+ssl:// URL."""
+        port = self.security.broker_port_tls
+        if port is None:
+            return
+        self._tls_server = await asyncio.get_running_loop().create_server(
+            lambda: ServerConnection(self), self.config.bind_address, port, ssl=self.security.tls.context,
+            reuse_address=True)
+        port = self._tls_server.sockets[0].getsockname()[1]
+        self.config.broker_service_port_tls = str(port)
+        self.listeners.default_url_tls = f"pulsar+ssl://{self.config.advertised_host}:{port}"
+        log.info("TLS binary listener on %s:%d", self.config.bind_address, port)
 
     async def _start_web_service(self) -> None:
         try:
@@ -135,7 +172,11 @@ class Broker:
         if not self.running:
             return
         self.running = False
-        self._server.close()
+        if self._server is not None:
+            self._server.close()
+        if self._tls_server is not None:
+            self._tls_server.close()
+        self.security.stop()
         await self.web.stop()
         self._keepalive.cancel()
         for task in self._periodic:
@@ -150,7 +191,9 @@ class Broker:
         self.non_persistent_topics.clear()
         await self.replication.close()
         await self.factory.close()
-        await self._server.wait_closed()
+        for server in (self._server, self._tls_server):
+            if server is not None:
+                await server.wait_closed()
         log.info("minipulsar broker stopped")
 
     async def _keepalive_loop(self) -> None:

@@ -30,6 +30,7 @@ from minipulsar.client.producer.partition_producer import ProducerConfig
 from minipulsar.client.producer.producer import Producer
 from minipulsar.client.reader import Reader
 from minipulsar.client.schema import BytesSchema, Schema
+from minipulsar.client.tls import client_ssl_context, is_tls_url
 from minipulsar.client.topic_name import normalize, partition_name
 from minipulsar.proto.topic_name import partitioned_base
 from minipulsar.proto import PulsarApi_pb2 as api
@@ -45,8 +46,8 @@ class Client:
     their default value, and raise InvalidConfiguration otherwise.
 
     Arguments:
-        service_url (str): 'pulsar://host:port' (several hosts: 'pulsar://h1:6650,h2:6650'; the first
-            one is used). No default.
+        service_url (str): 'pulsar://host:port' or 'pulsar+ssl://host:port' (several hosts:
+            'pulsar://h1:6650,h2:6650'; the first one is used). No default.
         authentication (Authentication | None): credentials sent in CONNECT, e.g.
             AuthenticationToken. Default: None (auth method "none").
         operation_timeout_seconds (float): seconds; bounds every request (lookup, SEEK, CLOSE, ...)
@@ -66,17 +67,18 @@ class Client:
         log_conf_file_path (str | None): not implemented (the client logs through `logging`); only
             None is accepted. Default: None.
         stats_interval_in_seconds (int): seconds; not implemented, only 600 is accepted. Default: 600.
-        use_tls (bool): TLS is not implemented; only False is accepted. Default: False.
-        tls_trust_certs_file_path (str | None): only None is accepted. Default: None.
-        tls_allow_insecure_connection (bool): only False is accepted. Default: False.
-        tls_validate_hostname (bool): only False is accepted. Default: False.
-        tls_private_key_file_path (str | None): only None is accepted. Default: None.
-        tls_certificate_file_path (str | None): only None is accepted. Default: None.
+        use_tls (bool): TLS even for a pulsar:// service URL (pulsar+ssl:// implies it). Default: False.
+        tls_trust_certs_file_path (str | None): PEM CAs the broker's certificate must chain to; None:
+            the system's. Default: None.
+        tls_allow_insecure_connection (bool): accept any broker certificate. Default: False.
+        tls_validate_hostname (bool): the certificate must name the host dialled. Default: False.
+        tls_private_key_file_path (str | None): the client certificate's key (mutual TLS). Default: None.
+        tls_certificate_file_path (str | None): a client certificate (or use AuthenticationTLS). Default: None.
         logger (logging.Logger | None): not implemented (each module logs to its own
             `minipulsar.client.*` logger); only None is accepted. Default: None.
 
     Raises:
-        InvalidUrl: service_url is not pulsar://host:port.
+        InvalidUrl: service_url is not pulsar://host:port or pulsar+ssl://host:port.
         InvalidConfiguration: an unsupported option has a non-default value, or an unknown option is
             given (the message names it).
     """
@@ -103,14 +105,15 @@ class Client:
             io_threads=(io_threads, 1), message_listener_threads=(message_listener_threads, 1),
             concurrent_lookup_requests=(concurrent_lookup_requests, 50000),
             log_conf_file_path=(log_conf_file_path, None), stats_interval_in_seconds=(stats_interval_in_seconds, 600),
-            use_tls=(use_tls, False), tls_trust_certs_file_path=(tls_trust_certs_file_path, None),
-            tls_allow_insecure_connection=(tls_allow_insecure_connection, False),
-            tls_validate_hostname=(tls_validate_hostname, False),
-            tls_private_key_file_path=(tls_private_key_file_path, None),
-            tls_certificate_file_path=(tls_certificate_file_path, None), logger=(logger, None),
+            logger=(logger, None),
         )
+        ssl_context = None
+        if use_tls or is_tls_url(service_url):
+            ssl_context = client_ssl_context(tls_trust_certs_file_path, tls_validate_hostname,
+                                             tls_allow_insecure_connection, tls_certificate_file_path,
+                                             tls_private_key_file_path, authentication)
         self.pool = ConnectionPool(self.operation_timeout, connection_timeout_ms / 1000.0, authentication,
-                                   keep_alive_interval_seconds)
+                                   keep_alive_interval_seconds, ssl_context)
         self._request_ids = itertools.count()
         self._producer_ids = itertools.count()
         self._consumer_ids = itertools.count()

@@ -92,8 +92,9 @@ class ClientConnection(asyncio.Protocol):
 
     def __init__(self, logical_url: str, host: str, port: int, *, operation_timeout: float,
                  keep_alive_interval: float = 30.0, authentication=None, proxy_to_broker_url: str | None = None,
-                 on_closed: Callable[["ClientConnection"], None] | None = None):
+                 on_closed: Callable[["ClientConnection"], None] | None = None, ssl_context=None):
         self.logical_url = logical_url
+        self.ssl_context = ssl_context  # TLS (pulsar+ssl://) when set
         self.host, self.port = host, port
         self.operation_timeout = operation_timeout
         self.keep_alive_interval = keep_alive_interval
@@ -153,7 +154,9 @@ class ClientConnection(asyncio.Protocol):
         errors = []
         for address in addresses:
             try:
-                await self._loop.create_connection(lambda: self, address[0], address[1])
+                await self._loop.create_connection(
+                    lambda: self, address[0], address[1], ssl=self.ssl_context,
+                    server_hostname=self.host if self.ssl_context is not None else None)
                 return
             except OSError as exc:
                 errors.append(f"{address[0]}: {describe(exc)}")

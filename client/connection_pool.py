@@ -6,24 +6,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from urllib.parse import urlparse
 
 from minipulsar.client.connection import ClientConnection
 from minipulsar.client.exceptions import InvalidUrl
+from minipulsar.client.tls import is_tls_url
 
 log = logging.getLogger(__name__)
 
 
+DEFAULT_PORTS = {"pulsar": "6650", "pulsar+ssl": "6651"}
+
+
 def parse_service_url(url: str) -> list[tuple[str, int]]:
-    """'pulsar://h1:6650,h2:6651' -> [('h1', 6650), ('h2', 6651)]; raises InvalidUrl."""
+    """'pulsar://h1:6650,h2:6651' (or pulsar+ssl://) -> [('h1', 6650), ('h2', 6651)]; raises InvalidUrl."""
     parsed = urlparse(url)
-    if parsed.scheme != "pulsar":
-        raise InvalidUrl(f"unsupported service URL {url!r}: only pulsar:// (no TLS) is supported")
+    if parsed.scheme not in DEFAULT_PORTS:
+        raise InvalidUrl(f"unsupported service URL {url!r}: pulsar:// or pulsar+ssl:// expected")
     hosts = []
     for part in parsed.netloc.split(","):
         host, _, port = part.rpartition(":")
         if not host:
-            host, port = part, "6650"
+            host, port = part, DEFAULT_PORTS[parsed.scheme]
         try:
             hosts.append((host.strip("[]"), int(port)))
         except ValueError:
@@ -37,7 +42,8 @@ class ConnectionPool:
     """get(logical_url, physical_url) -> an open ClientConnection."""
 
     def __init__(self, operation_timeout: float, connection_timeout: float, authentication=None,
-                 keep_alive_interval: float = 30.0):
+                 keep_alive_interval: float = 30.0, ssl_context: ssl.SSLContext | None = None):
+        self.ssl_context = ssl_context  # for pulsar+ssl:// addresses (client/tls.py)
         self.operation_timeout = operation_timeout
         self.connection_timeout = connection_timeout
         self.authentication = authentication
@@ -68,8 +74,12 @@ class ConnectionPool:
     async def _open(self, key: tuple[str, str]) -> ClientConnection:
         logical_url, physical_url = key
         host, port = parse_service_url(physical_url)[0]
+        if is_tls_url(physical_url) and self.ssl_context is None:
+            raise InvalidUrl(f"{physical_url} needs TLS: create the Client with a pulsar+ssl:// service URL "
+                             f"or use_tls=True")
         cnx = ClientConnection(
             logical_url, host, port, operation_timeout=self.operation_timeout,
+            ssl_context=self.ssl_context if is_tls_url(physical_url) else None,
             keep_alive_interval=self.keep_alive_interval, authentication=self.authentication,
             proxy_to_broker_url=logical_url if logical_url != physical_url else None,
             on_closed=lambda c: self._forget(key, c),

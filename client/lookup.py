@@ -14,6 +14,7 @@ from typing import Callable
 from minipulsar.client.backoff import Backoff
 from minipulsar.client.connection_pool import ConnectionPool
 from minipulsar.client.exceptions import RETRYABLE, LookupError, Timeout, from_server_error
+from minipulsar.client.tls import is_tls_url
 from minipulsar.proto import PulsarApi_pb2 as api
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,11 @@ class LookupService:
                 if reply.HasField("error"):
                     raise from_server_error(reply.error, reply.message)
                 raise LookupError(f"lookup of {topic} failed: {reply.message or 'empty response'}")
-            broker_url = reply.brokerServiceUrl
+            # A client that came in over TLS stays on TLS: the broker's pulsar+ssl:// URL.
+            broker_url = reply.brokerServiceUrlTls if is_tls_url(self.service_url) else reply.brokerServiceUrl
+            if not broker_url:
+                raise LookupError(f"lookup of {topic}: the broker has no {'TLS ' if is_tls_url(self.service_url) else ''}"
+                                  f"service URL for this client")
             if reply.response == LookupResponse.Redirect:
                 log.debug("lookup of %s redirected to %s", topic, broker_url)
                 url, authoritative = broker_url, reply.authoritative

@@ -1,7 +1,8 @@
 """`minipulsar client produce|consume`: Pulsar's pulsar-client tool (PulsarClientTool, CmdProduce,
 CmdConsume) over the bundled asyncio client, with Pulsar's flag names, defaults and output.
 
-    minipulsar client [--url pulsar://127.0.0.1:6650] produce TOPIC -m MSG [-m MSG] [-n N] [-r RATE] [-k KEY]
+    minipulsar client [--url pulsar://127.0.0.1:6650] [--auth-plugin CLASS --auth-params PARAMS]
+                      produce TOPIC -m MSG [-m MSG] [-n N] [-r RATE] [-k KEY]
     minipulsar client consume TOPIC -s SUB [-n 1] [-t Exclusive] [-p Latest] [-r RATE]
 
 produce prints 'N messages successfully produced'; consume prints '----- got message -----' and
@@ -15,6 +16,7 @@ import asyncio
 import logging
 
 from minipulsar import client
+from minipulsar.broker.commands.admin.auth import add_auth_arguments, authentication_of
 from minipulsar.broker.commands.runtime import (RateLimiter, UsageError, configure_logging, non_negative_int, positive_float,
                                            positive_int, run_verb)
 
@@ -38,6 +40,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                   description="Produce and consume messages, as Pulsar's pulsar-client tool.")
     group.add_argument("--url", default=DEFAULT_URL, help=f"broker service URL (default {DEFAULT_URL})")
     group.add_argument("--listener-name", help="advertised listener to look topics up on")
+    add_auth_arguments(group)  # --auth-plugin / --auth-params, as pulsar-client
     group.add_argument("--operation-timeout", type=positive_float, default=30.0, metavar="SECONDS",
                        help="bound on lookups and on creating the producer/consumer (default 30; "
                             "minipulsar extension, Pulsar reads it from client.conf)")
@@ -200,5 +203,6 @@ def format_message(message) -> str:
 # ---- shared --------------------------------------------------------------------------------
 
 def _client(args: argparse.Namespace) -> client.Client:
-    return client.Client(args.url, operation_timeout_seconds=args.operation_timeout, listener_name=args.listener_name)
+    return client.Client(args.url, operation_timeout_seconds=args.operation_timeout, listener_name=args.listener_name,
+                         authentication=authentication_of(args))
 

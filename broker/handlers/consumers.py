@@ -44,6 +44,7 @@ async def handle_subscribe(conn: "ServerConnection", frame: Frame) -> None:
         raise NotAllowedError("empty subscription name")
     if is_system_cursor(request.subscription, broker.replicator_prefix):
         raise NotAllowedError(f"Subscription with reserved subscription name attempted: {request.subscription}")
+    broker.security.check_consume(conn, TopicName.parse(request.topic))  # AuthorizationError
     topic = await broker.get_topic(TopicName.parse(request.topic), create=request.force_topic_creation)
     if request.HasField("schema") and request.schema.type != api.Schema.Type.Value("None"):
         await broker.schemas.check_for_consumer(topic.name, request.schema, topic.is_idle())  # IncompatibleSchema

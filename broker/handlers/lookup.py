@@ -1,8 +1,10 @@
 """PARTITIONED_METADATA, LOOKUP, GET_TOPICS_OF_NAMESPACE and GET_SCHEMA.
 
 Every answer sets `response`: the C++ client treats a reply without it as a failure.
-One broker owns every topic, so LOOKUP always answers Connect to our advertised URL, or to the
-URLs of the advertised listener it names (broker/listeners.py).
+One broker owns every topic, so LOOKUP always answers Connect to our advertised URL (and the
+pulsar+ssl:// one of brokerServicePortTls), or to the URLs of the advertised listener it names
+(broker/listeners.py). With authorizationEnabled a role needs produce or consume permission on the
+topic to look it up (AuthorizationError otherwise, as Pulsar's canLookup).
 """
 from __future__ import annotations
 
@@ -30,7 +32,9 @@ async def handle_partitioned_metadata(conn: "ServerConnection", frame: Frame) ->
     request = frame.command.partitionMetadata
     reply = MetadataResponse(request_id=request.request_id)
     try:
-        reply.partitions = await conn.broker.partitions_of(TopicName.parse(request.topic))
+        name = TopicName.parse(request.topic)
+        conn.broker.security.check_lookup(conn, name, "Get Partition Metadata")  # AuthorizationError
+        reply.partitions = await conn.broker.partitions_of(name)
         reply.response = MetadataResponse.Success
     except BrokerError as exc:
         reply.response, reply.error, reply.message = MetadataResponse.Failed, exc.server_error, str(exc)
@@ -41,7 +45,7 @@ def handle_lookup(conn: "ServerConnection", frame: Frame) -> None:
     request = frame.command.lookupTopic
     reply = LookupResponse(request_id=request.request_id)
     try:
-        TopicName.parse(request.topic)
+        conn.broker.security.check_lookup(conn, TopicName.parse(request.topic))  # AuthorizationError
         listener = conn.broker.listeners.lookup(request.advertised_listener_name, conn.broker.config.broker_service_url)
         reply.response = LookupResponse.Connect
         if listener.service_url:
@@ -63,6 +67,7 @@ def handle_get_topics_of_namespace(conn: "ServerConnection", frame: Frame) -> No
     request = frame.command.getTopicsOfNamespace
     log.debug("%s: topics of %s (pattern %r)", conn.peer_address, request.namespace, request.topics_pattern)
     broker = conn.broker
+    broker.security.check_list_topics(conn, request.namespace)  # AuthorizationError
     broker.namespaces.check_namespace(request.namespace)
     mode = api.CommandGetTopicsOfNamespace
     topics = []

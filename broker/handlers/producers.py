@@ -38,6 +38,7 @@ async def handle_producer(conn: "ServerConnection", frame: Frame) -> None:
         _send_producer_success(conn, request.request_id, existing)
         return
     broker = conn.broker
+    broker.security.check_produce(conn, TopicName.parse(request.topic))  # AuthorizationError
     check_replicator_producer(request.producer_name, broker.config.replicator_prefix, broker.config.cluster_name)
     topic = await broker.get_topic(TopicName.parse(request.topic), create=True)
     name = request.producer_name if request.HasField("producer_name") and request.producer_name else broker.new_producer_name()

@@ -1,9 +1,14 @@
-"""CONNECT, PING and PONG: the connection handshake and keep-alive."""
+"""CONNECT, AUTH_RESPONSE, PING and PONG: the connection handshake, credentials and keep-alive.
+
+With authenticationEnabled, CONNECT's credentials are checked before CONNECTED (a refusal is
+ERROR AuthenticationError, then close) and AUTH_RESPONSE answers the broker's refresh challenge
+(broker/security/connection_auth.py)."""
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
 
+from minipulsar.broker.security.connection_auth import ConnectionAuth
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.proto.frames import Frame
 
@@ -23,6 +28,11 @@ def handle_connect(conn: "ServerConnection", frame: Frame) -> None:
     if conn.connected:
         conn.protocol_error("second CONNECT on one connection", frame.command)
         return
+    authentication = conn.broker.security.authentication
+    if authentication is not None:
+        conn.auth = ConnectionAuth.connect(authentication, conn, connect)
+        if conn.auth is None:
+            return  # refused and closed
     conn.connected = True
     conn.client_version = connect.client_version
     conn.protocol_version = min(connect.protocol_version, MAX_PROTOCOL_VERSION)
@@ -32,6 +42,19 @@ def handle_connect(conn: "ServerConnection", frame: Frame) -> None:
         max_message_size=conn.broker.config.max_message_size,
     )))
     log.debug("%s connected: %s, protocol v%d", conn.peer_address, connect.client_version, conn.protocol_version)
+    if conn.auth is not None:
+        log.info("%s connected with role=%s using authMethod=%s, clientVersion=%s", conn.peer_address,
+                 conn.auth.role, conn.auth.state.method, connect.client_version)
+        conn.auth.schedule_refresh(conn, conn.broker.config.authentication_refresh_check_seconds, SERVER_VERSION)
+
+
+def handle_auth_response(conn: "ServerConnection", frame: Frame) -> None:
+    """The client's fresh credentials after AUTH_CHALLENGE; a connection that was never asked
+    for credentials (authentication off) has nothing to answer."""
+    if conn.auth is None:
+        conn.protocol_error("AUTH_RESPONSE without authentication")
+        return
+    conn.auth.respond(conn, frame.command.authResponse)
 
 
 def handle_ping(conn: "ServerConnection", frame: Frame) -> None:
@@ -42,4 +65,5 @@ def handle_pong(conn: "ServerConnection", frame: Frame) -> None:
     """Any received frame already cleared the outstanding ping; nothing else to do."""
 
 
-HANDLERS = {Type.CONNECT: handle_connect, Type.PING: handle_ping, Type.PONG: handle_pong}
+HANDLERS = {Type.CONNECT: handle_connect, Type.AUTH_RESPONSE: handle_auth_response, Type.PING: handle_ping,
+            Type.PONG: handle_pong}

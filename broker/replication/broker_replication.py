@@ -62,9 +62,12 @@ class BrokerReplication:
         config = self.broker.config
         # The broker's keep-alive interval also bounds how long a dead remote goes unnoticed
         # (at most two intervals); the back-off cap bounds the wait once it is back.
+        # brokerClientAuthenticationPlugin / Parameters: the remote cluster authenticates replicators
+        # like any client (give that role super-user rights there, as in Pulsar).
         client = Client(url, operation_timeout_seconds=10, connection_timeout_ms=5000,
                         keep_alive_interval_seconds=config.keep_alive_interval_seconds,
-                        max_backoff_interval_ms=config.replication_max_backoff_interval_seconds * 1000)
+                        max_backoff_interval_ms=config.replication_max_backoff_interval_seconds * 1000,
+                        authentication=self.broker.security.broker_client_authentication())
         self._clients[remote] = (url, client)
         return client
 

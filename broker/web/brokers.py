@@ -56,7 +56,10 @@ async def health(request: web.Request) -> web.Response:
     payload = f"health-{uuid.uuid4().hex}".encode()
     try:
         async with asyncio.timeout(HEALTH_CHECK_TIMEOUT_SECONDS):
-            async with Client(broker.service_url, operation_timeout_seconds=HEALTH_CHECK_TIMEOUT_SECONDS) as client:
+            # With the plain port off, service_url is pulsar+ssl://, checked against tlsTrustCertsFilePath.
+            async with Client(broker.service_url, operation_timeout_seconds=HEALTH_CHECK_TIMEOUT_SECONDS,
+                              authentication=broker.security.broker_client_authentication(),
+                              tls_trust_certs_file_path=broker.config.tls_trust_certs_file_path or None) as client:
                 reader = await client.create_reader(HEALTH_CHECK_TOPIC, MessageId.latest)
                 await (await client.create_producer(HEALTH_CHECK_TOPIC)).send(payload)
                 while (await reader.read_next()).data() != payload:

@@ -1,7 +1,9 @@
 """The web service's lifecycle: an aiohttp application on the broker's event loop.
 
-It listens on bindAddress:webServicePort (0 picks a free port, as for brokerServicePort) and is
-started and stopped with the broker. Every route group registers itself in one RouteTable.
+It listens on bindAddress:webServicePort (0 picks a free port, as for brokerServicePort), and on
+webServicePortTls with the broker's TLS context when that is set, and is started and stopped with
+the broker. Every route group registers itself in one RouteTable; the security middleware
+(broker/security/web.py) authenticates and authorizes requests when the broker's settings ask.
 """
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from minipulsar import __version__
-from minipulsar.broker.web import (brokers, lookup, metrics, namespace_policies, schemas, subscriptions, tenants,
-                                  topics)
+from minipulsar.broker.config import PORT_OFF
+from minipulsar.broker.security.web import security_middleware
+from minipulsar.broker.web import (brokers, lookup, metrics, namespace_policies, permissions, schemas, subscriptions,
+                                  tenants, topics)
 from minipulsar.broker.web.context import BROKER
 from minipulsar.broker.web.errors import error_middleware
 from minipulsar.broker.web.routes import OBJECT, RouteTable
@@ -22,7 +26,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ROUTE_GROUPS = (lookup, brokers, tenants, namespace_policies, topics, subscriptions, schemas, metrics)
+ROUTE_GROUPS = (lookup, brokers, tenants, namespace_policies, topics, subscriptions, schemas, metrics, permissions)
 
 
 def route_table() -> RouteTable:
@@ -47,11 +51,13 @@ class WebService:
     def __init__(self, broker: "Broker"):
         self.broker = broker
         self.port: int | None = None
+        self.port_tls: int | None = None  # webServicePortTls once bound
         self._runner: web.AppRunner | None = None
 
     def application(self) -> web.Application:
         table = route_table()
-        app = web.Application(middlewares=[error_middleware], client_max_size=self.broker.config.max_message_size * 2)
+        app = web.Application(middlewares=[error_middleware, security_middleware(self.broker.security)],
+                              client_max_size=self.broker.config.max_message_size * 2)
         app[BROKER] = self.broker
         app[OPENAPI] = table.openapi("minipulsar admin API", __version__)
         table.register(app)
@@ -62,10 +68,28 @@ class WebService:
         config = self.broker.config
         self._runner = web.AppRunner(self.application(), access_log=None, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, config.bind_address, config.web_service_port, reuse_address=True)
-        await site.start()
-        self.port = self._runner.addresses[0][1]
-        log.info("web service listening on %s:%d", config.bind_address, self.port)
+        if config.web_service_port != PORT_OFF:  # an empty webServicePort: the TLS port only
+            site = web.TCPSite(self._runner, config.bind_address, config.web_service_port, reuse_address=True)
+            await site.start()
+            self.port = self._runner.addresses[0][1]
+            log.info("web service listening on %s:%d", config.bind_address, self.port)
+        await self._start_tls_site()
+
+    async def _start_tls_site(self) -> None:
+        """Listen on webServicePortTls too, when set (raises OSError naming the key when taken)."""
+        security = self.broker.security
+        if security.web_port_tls is None:
+            return
+        config = self.broker.config
+        site = web.TCPSite(self._runner, config.bind_address, security.web_port_tls, ssl_context=security.tls.context,
+                           reuse_address=True)
+        try:
+            await site.start()
+        except OSError as exc:
+            raise OSError(exc.errno, f"webServicePortTls {security.web_port_tls}: {exc.strerror}") from exc
+        self.port_tls = self._runner.addresses[-1][1]  # the site just started
+        config.web_service_port_tls = str(self.port_tls)
+        log.info("web service listening with TLS on %s:%d", config.bind_address, self.port_tls)
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -26,12 +26,6 @@ UNSUPPORTED_CLIENT = [
     ("concurrent_lookup_requests", 10),
     ("log_conf_file_path", "/tmp/log.conf"),
     ("stats_interval_in_seconds", 60),
-    ("use_tls", True),
-    ("tls_trust_certs_file_path", "/tmp/ca.pem"),
-    ("tls_allow_insecure_connection", True),
-    ("tls_validate_hostname", True),
-    ("tls_private_key_file_path", "/tmp/key.pem"),
-    ("tls_certificate_file_path", "/tmp/cert.pem"),
     ("logger", logging.getLogger("app")),
 ]
 
@@ -65,6 +59,16 @@ UNSUPPORTED_READER = [
 def test_client_rejects_unsupported_option(name, value):
     with pytest.raises(InvalidConfiguration, match=name):
         mp.Client(NOWHERE, **{name: value})
+
+
+def test_tls_files_that_cannot_be_read_are_named():
+    """TLS options are supported (tests/security/test_bundled_client_tls.py); a file that cannot be
+    read is a configuration error naming it."""
+    with pytest.raises(InvalidConfiguration, match="tls_trust_certs_file_path"):
+        mp.Client("pulsar+ssl://127.0.0.1:1", tls_trust_certs_file_path="/nonexistent/ca.pem")
+    with pytest.raises(InvalidConfiguration, match="/nonexistent/cert.pem"):
+        mp.Client(NOWHERE, use_tls=True, tls_certificate_file_path="/nonexistent/cert.pem",
+                  tls_private_key_file_path="/nonexistent/key.pem")
 
 
 def test_client_accepts_the_official_defaults():

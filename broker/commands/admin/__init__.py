@@ -1,7 +1,14 @@
 """`minipulsar admin`: Pulsar's pulsar-admin tool (its verbs, flags and output) for what the
 broker's admin REST API serves, talking only to that API.
 
-    minipulsar admin [--admin-url http://127.0.0.1:8080] [--request-timeout 60] GROUP VERB [ARGS]
+    minipulsar admin [--admin-url http://127.0.0.1:8080] [--request-timeout 60]
+                     [--auth-plugin CLASS --auth-params PARAMS] [--tls-trust-cert-path CA.pem]
+                     [--tls-allow-insecure] GROUP VERB [ARGS]
+
+--auth-plugin / --auth-params are pulsar-admin's: org.apache.pulsar.client.impl.auth.AuthenticationToken
+with token:<jwt> or file:///path (sent as `Authorization: Bearer`), or
+org.apache.pulsar.client.impl.auth.AuthenticationTls with tlsCertFile:/path,tlsKeyFile:/path (the
+client certificate of an https:// --admin-url).
 
 Groups and their verbs (`minipulsar admin GROUP --help` lists them, `... VERB --help` their flags):
     clusters    list, get, create, update, delete                                (clusters)
@@ -11,12 +18,14 @@ Groups and their verbs (`minipulsar admin GROUP --help` lists them, `... VERB --
                 subscription-types-enabled, max-unacked-messages-per-consumer, delayed-delivery,
                 dispatcher-pause-on-ack-state-persistent; set-/get- schema-compatibility-strategy,
                 is-allow-auto-update-schema                                      (namespace_policies)
+                permissions, grant-permission, revoke-permission                 (permissions)
     topics      list, list-partitioned-topics, create[-partitioned-topic], update-partitioned-topic,
                 get-partitioned-topic-metadata, delete[-partitioned-topic], [partitioned-]stats[-internal],
                 unload, lookup                                                   (topics)
                 last-message-id, get-message-by-id, examine-message              (messages)
                 subscriptions, create-subscription, unsubscribe, reset-cursor, skip, clear-backlog,
                 expire-messages, set-/get-replicated-subscription-status         (subscriptions)
+                permissions, grant-permission, revoke-permission                 (permissions)
     schemas     get, upload, delete, test-compatibility                          (schemas)
     brokers     healthcheck, get-runtime-config, list-dynamic-config, get-all-dynamic-config,
                 update-dynamic-config, delete-dynamic-config                     (brokers)
@@ -32,8 +41,9 @@ import argparse
 import sys
 
 from minipulsar.broker.commands.admin import (brokers, clusters, messages, namespace_policies,
-                               namespaces, schemas, subscriptions, tenants,
+                               namespaces, permissions, schemas, subscriptions, tenants,
                                topics)
+from minipulsar.broker.commands.admin.auth import add_auth_arguments, authentication_of
 from minipulsar.broker.commands.admin.http import DEFAULT_ADMIN_URL, AdminClient, AdminError
 from minipulsar.broker.commands.runtime import EXIT_FAILURE, UsageError, positive_float, run_verb
 
@@ -42,8 +52,8 @@ DEFAULT_REQUEST_TIMEOUT = 60.0
 GROUPS = (
     ("clusters", "Operations about clusters", (clusters,)),
     ("tenants", "Operations about tenants", (tenants,)),
-    ("namespaces", "Operations about namespaces", (namespaces, namespace_policies)),
-    ("topics", "Operations on persistent topics", (topics, messages, subscriptions)),
+    ("namespaces", "Operations about namespaces", (namespaces, namespace_policies, permissions.namespace_verbs)),
+    ("topics", "Operations on persistent topics", (topics, messages, subscriptions, permissions.topic_verbs)),
     ("schemas", "Operations about schemas", (schemas,)),
     ("brokers", "Operations about brokers", (brokers,)),
 )
@@ -58,6 +68,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                        help=f"the broker's web service URL (default {DEFAULT_ADMIN_URL})")
     admin.add_argument("--request-timeout", type=positive_float, default=DEFAULT_REQUEST_TIMEOUT, metavar="SECONDS",
                        help=f"bound on each request (default {DEFAULT_REQUEST_TIMEOUT:g})")
+    add_auth_arguments(admin)
+    admin.add_argument("--tls-trust-cert-path", help="CAs (PEM) that sign the web service's certificate")
+    admin.add_argument("--tls-allow-insecure", action="store_true",
+                       help="accept an untrusted certificate from the web service")
     groups = admin.add_subparsers(dest="admin_group", required=True, metavar="GROUP")
     for name, help, modules in GROUPS:
         group = groups.add_parser(name, help=help, description=help)
@@ -77,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
 async def execute(name: str, args: argparse.Namespace) -> int:
     if not args.admin_url.startswith(("http://", "https://")):
         raise UsageError(f"--admin-url must be an http:// or https:// URL, not {args.admin_url!r}")
-    async with AdminClient(args.admin_url, args.request_timeout) as client:
+    async with AdminClient(args.admin_url, args.request_timeout, authentication_of(args), args.tls_trust_cert_path,
+                           args.tls_allow_insecure) as client:
         try:
             return await args.action(client, args) or 0
         except AdminError as exc:

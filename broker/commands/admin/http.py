@@ -1,6 +1,8 @@
 """How `minipulsar admin` talks to the web service and prints its answers, as pulsar-admin does.
 
-AdminClient sends each request with aiohttp's client (one session per command) to --admin-url.
+AdminClient sends each request with aiohttp's client (one session per command) to --admin-url,
+with the headers of its authentication plugin (a token as `Authorization: Bearer`) and, for an
+https:// URL, the plugin's client certificate (AuthenticationTls) and the trusted CAs.
 A 2xx answer is returned as parsed JSON (text when the server answers text, None when it answers
 no body). Any other answer raises AdminError carrying the server's {"reason": ...} and the status;
 an unreachable server raises AdminError naming the URL and the OS error, never a traceback.
@@ -12,12 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
 from minipulsar.broker.commands.runtime import describe
+from minipulsar.client.auth import Authentication, AuthenticationTLS
 
 DEFAULT_ADMIN_URL = "http://127.0.0.1:8080"
 NO_BODY = object()  # a request without a body (distinct from a JSON null)
@@ -40,13 +44,18 @@ class Answer:
 class AdminClient:
     """The admin REST API at `url` (scheme, host and port, as --admin-url); use as `async with`."""
 
-    def __init__(self, url: str, timeout_seconds: float):
+    def __init__(self, url: str, timeout_seconds: float, authentication: Authentication | None = None,
+                 tls_trust_cert_path: str | None = None, tls_allow_insecure: bool = False):
         self.url = url.rstrip("/")
         self.timeout_seconds = timeout_seconds
+        self.authentication = authentication or Authentication()
+        self._ssl = (tls_context(self.authentication, tls_trust_cert_path, tls_allow_insecure)
+                     if self.url.startswith("https://") else None)
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> "AdminClient":
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout_seconds))
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout_seconds),
+                                              connector=aiohttp.TCPConnector(ssl=self._ssl) if self._ssl else None)
         return self
 
     async def __aexit__(self, *exc_info) -> None:
@@ -77,10 +86,10 @@ class AdminClient:
         """One request; path starts with '/' (path segments already quoted). None-valued params are
         left out, booleans sent as true/false. Raises AdminError for anything but a 2xx answer."""
         url = self.url + path
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"headers": self.authentication.http_headers()}
         if body is not NO_BODY:
             options["data"] = json.dumps(body)
-            options["headers"] = {"Content-Type": "application/json"}
+            options["headers"]["Content-Type"] = "application/json"
         query = {name: _query_value(value) for name, value in (params or {}).items() if value is not None}
         if query:
             options["params"] = query
@@ -97,6 +106,18 @@ class AdminClient:
         if response.status >= 300:
             raise AdminError(f"{_reason(data, response.reason)} (HTTP {response.status})")
         return Answer(response.status, response.headers, data)
+
+
+def tls_context(authentication: Authentication, trust_cert_path: str | None, allow_insecure: bool) -> ssl.SSLContext:
+    """The client TLS context of an https:// admin URL: the CAs of --tls-trust-cert-path (else the
+    system's), no verification with --tls-allow-insecure, and AuthenticationTls's certificate."""
+    context = ssl.create_default_context(cafile=trust_cert_path)
+    if allow_insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if isinstance(authentication, AuthenticationTLS):
+        context.load_cert_chain(authentication.certificate_path, authentication.private_key_path)
+    return context
 
 
 def _query_value(value: Any) -> str:

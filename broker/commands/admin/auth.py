@@ -1,0 +1,33 @@
+"""--auth-plugin and --auth-params, as Pulsar's tools (pulsar-admin, pulsar-client) take them; shared
+by `minipulsar admin` and `minipulsar client`.
+
+    --auth-plugin org.apache.pulsar.client.impl.auth.AuthenticationToken --auth-params token:<jwt>
+    --auth-plugin org.apache.pulsar.client.impl.auth.AuthenticationToken --auth-params file:///path/to/token
+    --auth-plugin org.apache.pulsar.client.impl.auth.AuthenticationTls
+        --auth-params tlsCertFile:/c.pem,tlsKeyFile:/k.pem
+"""
+from __future__ import annotations
+
+import argparse
+
+from minipulsar.broker.commands.runtime import UsageError
+from minipulsar.client.auth import Authentication, create_authentication
+
+
+def add_auth_arguments(parser: argparse.ArgumentParser) -> None:
+    """--auth-plugin and --auth-params, as Pulsar's tools take them."""
+    parser.add_argument("--auth-plugin", help="authentication plugin class name, e.g. "
+                                              "org.apache.pulsar.client.impl.auth.AuthenticationToken")
+    parser.add_argument("--auth-params", default="", help="the plugin's parameters, e.g. token:<jwt> or file:///path")
+
+
+def authentication_of(args: argparse.Namespace) -> Authentication | None:
+    """The plugin --auth-plugin/--auth-params name (None without a plugin); raises UsageError."""
+    if not args.auth_plugin:
+        if args.auth_params:
+            raise UsageError("--auth-params needs --auth-plugin")
+        return None
+    try:
+        return create_authentication(args.auth_plugin, args.auth_params)
+    except ValueError as exc:
+        raise UsageError(f"--auth-plugin: {exc}") from None
