@@ -1,11 +1,17 @@
 """Spark benchmarks of the "pulsar" data source (run by hand, not in CI; prints numbers).
 
-    python bench/spark_bench.py batch -n 1000000 --size 100 [--unbatched] [--min-partitions 2]
+    python bench/spark_bench.py batch -n 1000000 --size 100 [--unbatched] [--min-partitions 2] [--no-admin-url]
+    python bench/spark_bench.py keepup --rate 1000 --seconds 300
     python bench/spark_bench.py latency --seconds 60 --rate 200
 
 batch: starts a broker (child process, temporary data dir), publishes n messages of `size` bytes
 with the official client, then times a Spark batch read (local[2]) that touches every value, and
-prints rows/s and MB/s.
+prints rows/s and MB/s. The read gets the broker's admin.url (ranges cut by ledger entry counts)
+unless --no-admin-url.
+
+keepup: starts a broker and runs the example (python -m minipulsar.pipeline.example --demo-rate
+RATE --run-seconds SECONDS, default trigger of 1 s) and prints what it published and counted, the
+micro-batch durations (p50/p95/max), Spark's "falling behind" warnings and ERROR lines.
 
 latency: starts a broker and the example pipeline (python -m minipulsar.pipeline.example, trigger 1 s,
 10 s windows), publishes `rate` messages/s with event time = send time, and consumes the
@@ -17,6 +23,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -36,15 +44,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_broker(data_dir: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
+def start_broker(data_dir: str) -> tuple[subprocess.Popen, str, str]:
+    """A broker child process; (process, service URL, admin URL)."""
+    port, web_port = free_port(), free_port()
     proc = subprocess.Popen([sys.executable, "-m", "minipulsar", "broker", "--data-dir", data_dir,
-                             "--broker-service-port", str(port), "--web-service-port", "0", "--bind-address", "127.0.0.1"],
+                             "--broker-service-port", str(port), "--web-service-port", str(web_port),
+                             "--bind-address", "127.0.0.1"],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(200):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, f"pulsar://127.0.0.1:{port}"
+            return proc, f"pulsar://127.0.0.1:{port}", f"http://127.0.0.1:{web_port}"
         except OSError:
             time.sleep(0.05)
     raise RuntimeError("broker did not start")
@@ -69,16 +79,17 @@ def batch(args) -> None:
     from minipulsar.pipeline.session import local_session
 
     with tempfile.TemporaryDirectory() as data:
-        proc, url = start_broker(data)
+        proc, url, admin_url = start_broker(data)
         try:
             topic = "bench-spark-batch"
             took = publish(url, topic, args.n, args.size, not args.unbatched)
             print(f"published {args.n} x {args.size} B ({'unbatched' if args.unbatched else 'batched'}) "
                   f"in {took:.1f} s")
-            spark = local_session("spark-bench", args.master)
-            spark.sparkContext.setLogLevel("ERROR")
-            df = (spark.read.format("pulsar").option("service.url", url).option("topic", topic)
-                  .option("minPartitions", str(args.min_partitions)).load())
+            spark = local_session("spark-bench", args.master, log_level="ERROR",
+                                  **{"spark.ui.showConsoleProgress": "false"})
+            reader = (spark.read.format("pulsar").option("service.url", url).option("topic", topic)
+                      .option("minPartitions", str(args.min_partitions)))
+            df = (reader if args.no_admin_url else reader.option("admin.url", admin_url)).load()
             for attempt in range(args.repeat):
                 t0 = time.perf_counter()
                 rows, total = df.selectExpr("count(*) AS n", "sum(length(value)) AS b").first()
@@ -95,7 +106,7 @@ def batch(args) -> None:
 
 def latency(args) -> None:
     with tempfile.TemporaryDirectory() as data:
-        proc, url = start_broker(data)
+        proc, url, _ = start_broker(data)
         example = None
         try:
             topic, out_topic = "bench-events", "bench-events-window-totals"
@@ -104,7 +115,7 @@ def latency(args) -> None:
             producer = client.create_producer(topic, batching_enabled=False)
             example = subprocess.Popen(
                 [sys.executable, "-m", "minipulsar.pipeline.example", "--service-url", url, "--topic", topic,
-                 "--output-topic", out_topic, "--parquet-dir", f"{data}/counts", "--checkpoint-dir", f"{data}/cp",
+                 "--output-topic", out_topic, "--output-dir", f"{data}/example",
                  "--trigger", args.trigger, "--window", "10 seconds", "--master", args.master],
                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ})
             time.sleep(args.warmup)
@@ -151,10 +162,42 @@ def latency(args) -> None:
             client.close()
         finally:
             if example is not None:
-                example.terminate()
+                example.send_signal(signal.SIGINT)  # the example stops cleanly on Ctrl-C
                 example.wait(60)
             proc.terminate()
             proc.wait(20)
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else 0.0
+
+
+def keepup(args) -> None:
+    with tempfile.TemporaryDirectory() as data:
+        proc, url, _ = start_broker(data)
+        try:
+            t0 = time.monotonic()
+            run = subprocess.run(
+                [sys.executable, "-m", "minipulsar.pipeline.example", "--service-url", url, "--topic", "bench-keepup",
+                 "--demo-rate", str(args.rate), "--run-seconds", str(args.seconds), "--output-dir", f"{data}/example",
+                 "--master", args.master],
+                cwd=ROOT, capture_output=True, text=True, timeout=args.seconds + 600)
+            elapsed = time.monotonic() - t0
+        finally:
+            proc.terminate()
+            proc.wait(20)
+    out = run.stdout + run.stderr
+    batches = [(int(n), int(ms)) for n, ms in re.findall(r"^batch \d+: (\d+) messages in (\d+) ms", out, re.M)]
+    durations = [ms for _, ms in batches[1:]]  # the first batch includes the JVM's warm-up
+    published = re.search(r"demo producer: (\d+) messages published", out)
+    behind = out.count("is falling behind")
+    errors = sum(1 for line in out.splitlines() if " ERROR " in line or line.startswith("ERROR"))
+    print(f"example at {args.rate:g} msg/s for {args.seconds:g} s (exit {run.returncode}, {elapsed:.0f} s in all): "
+          f"{published.group(1) if published else '?'} published, {sum(n for n, _ in batches)} read in "
+          f"{len(batches)} micro-batches; batch duration after the first p50 {_percentile(durations, 0.5):.0f} ms, "
+          f"p95 {_percentile(durations, 0.95):.0f} ms, max {max(durations, default=0):.0f} ms; "
+          f"{behind} 'falling behind' warnings, {errors} ERROR lines, {len(out.splitlines())} lines of output")
 
 
 def main() -> None:
@@ -167,6 +210,11 @@ def main() -> None:
     b.add_argument("--min-partitions", type=int, default=2)
     b.add_argument("--master", default="local[2]")
     b.add_argument("--repeat", type=int, default=2)
+    b.add_argument("--no-admin-url", action="store_true", help="plan without the admin API's ledger sizes")
+    k = sub.add_parser("keepup")
+    k.add_argument("--rate", type=float, default=1000)
+    k.add_argument("--seconds", type=float, default=300)
+    k.add_argument("--master", default="local[2]")
     lat = sub.add_parser("latency")
     lat.add_argument("--seconds", type=float, default=60)
     lat.add_argument("--rate", type=float, default=200)
@@ -177,7 +225,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     sys.path.insert(0, str(ROOT))
-    batch(args) if args.mode == "batch" else latency(args)
+    {"batch": batch, "keepup": keepup, "latency": latency}[args.mode](args)
 
 
 if __name__ == "__main__":

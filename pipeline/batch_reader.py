@@ -40,7 +40,7 @@ class PulsarBatchReader(DataSourceReader):
             starts = await resolve_positions(c, partitions, opts.starting_offsets, "earliest",
                                              opts.starting_time, opts.poll_timeout_ms)
             ends = await resolve_positions(c, partitions, opts.ending_offsets, "latest")
-            return await plan_ranges(c, starts, ends, opts.min_partitions, opts.poll_timeout_ms)
+            return await plan_ranges(c, starts, ends, opts.min_partitions, opts.poll_timeout_ms, opts.admin_url)
 
         ranges = q.run_with_client(opts.service_url, opts.operation_timeout_seconds, plan)
         log.info("batch read of %s: %d ranges", ",".join(opts.topics) or opts.topics_pattern, len(ranges))

@@ -65,31 +65,19 @@ class Position(NamedTuple):
 EARLIEST = Position(-1, -1, -1)
 
 
-def is_after(key: tuple[int, int, int], start: Position) -> bool:
-    """True when the message at key = (ledger, entry, batch_index) lies after start."""
-    entry = (key[0], key[1])
-    if entry != start.entry:
-        return entry > start.entry
-    return start.batch_index >= 0 and key[2] > start.batch_index
-
-
-def is_within(key: tuple[int, int, int], end: Position) -> bool:
-    """True when the message at key lies at or before end."""
-    entry = (key[0], key[1])
-    if entry != end.entry:
-        return entry < end.entry
-    return end.batch_index < 0 or key[2] <= end.batch_index
-
-
-def completes(key: tuple[int, int, int], batch_size: int, end: Position) -> bool:
-    """True when no message after key can still lie at or before end (key is the last one
-    within end, or already past it). batch_size: messages in key's entry (0 when not batched)."""
-    entry = (key[0], key[1])
-    if entry != end.entry:
-        return entry > end.entry
-    if end.batch_index >= 0:
-        return key[2] >= end.batch_index
-    return key[2] < 0 or key[2] >= batch_size - 1
+def entry_slice(entry: tuple[int, int], count: int, start: Position, end: Position) -> tuple[int, int]:
+    """(first, stop): the indexes first..stop-1 of the count messages of entry that lie in
+    (start, end]; first >= stop when none does. A message that is not in a batch has count 1."""
+    first, stop = 0, count
+    if entry < start.entry or (entry == start.entry and start.batch_index < 0):
+        return 0, 0
+    if entry == start.entry:
+        first = start.batch_index + 1
+    if entry > end.entry:
+        return 0, 0
+    if entry == end.entry and end.batch_index >= 0:
+        stop = min(count, end.batch_index + 1)
+    return first, stop
 
 
 def may_hold_messages(start: Position, end: Position) -> bool:

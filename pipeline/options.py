@@ -13,6 +13,7 @@ Source options:
 | ``maxEntriesPerTrigger`` | streaming: at most this many entries per micro-batch, over all partitions | no limit |
 | ``failOnDataLoss`` | fail when messages of a range are gone; else log a warning and go on | ``true`` |
 | ``minPartitions`` | batch and stream: split ranges until at least this many Spark partitions (Kafka's name; Pulsar's connector has none) | ``1`` |
+| ``admin.url`` | ``http://host:port`` of the broker's admin REST API; when given, ranges are cut into equal entry counts from each ledger's size (pipeline.planning) | — |
 | ``pollTimeoutMs`` | how long a reader waits for the next message before checking whether the topic still has it | ``5000`` |
 | ``operationTimeoutSeconds`` | the bundled client's operation timeout | ``30`` |
 
@@ -92,6 +93,7 @@ class SourceOptions:
     min_partitions: int
     poll_timeout_ms: int
     operation_timeout_seconds: int
+    admin_url: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
@@ -124,7 +126,16 @@ class SourceOptions:
             min_partitions=_int("minPartitions", _get(options, "minPartitions"), 1, 1),
             poll_timeout_ms=_int("pollTimeoutMs", _get(options, "pollTimeoutMs"), 5000, 1),
             operation_timeout_seconds=_int("operationTimeoutSeconds", _get(options, "operationTimeoutSeconds"), 30, 1),
+            admin_url=_admin_url(_get(options, "admin.url")),
         )
+
+
+def _admin_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not value.startswith(("http://", "https://")):
+        raise PulsarOptionError(f"admin.url: expected http://host:port, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,12 @@ Spark input partitions.
   ``Position`` per topic partition.
 * ``plan_ranges`` makes one ``TopicRange`` per topic partition with messages in ``(start, end]``,
   cut at ledger boundaries (a ledger holds at most ``managedLedgerMaxEntriesPerLedger`` entries;
-  ledger ids grow by one per roll-over and entry ids restart at 0), and then, until there are
-  ``min_partitions`` ranges, halves the largest range that lies inside one ledger (there its
-  entry count is known: ``end.entryId - start.entryId``). A range starting at ``earliest`` is first
-  pinned to the partition's first message, so it can be cut too.
+  ledger ids grow by one per roll-over and entry ids restart at 0). With the ``admin.url``
+  option, the broker's admin API tells every ledger's entry count, and the ranges are cut again
+  into pieces of equal entry counts, across ledgers (pipeline.balanced_ranges). Without it, until
+  there are ``min_partitions`` ranges, it halves the largest range that lies inside one ledger
+  (there its entry count is known: ``end.entryId - start.entryId``). A range starting at
+  ``earliest`` is first pinned to the partition's first message, so it can be cut too.
 * ``advance`` is the admission control of ``maxEntriesPerTrigger``: a position at most ``n``
   entries after a start.
 
@@ -20,9 +22,13 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import aiohttp
+
 from minipulsar.client import Client
 
 from minipulsar.pipeline import broker_queries as q
+from minipulsar.pipeline.balanced_ranges import balance
+from minipulsar.pipeline.ledger_stats import ledger_entries
 from minipulsar.pipeline.offsets import EARLIEST, Position, exclusive_start_before, may_hold_messages
 from minipulsar.pipeline.range_reader import TopicRange
 
@@ -76,36 +82,61 @@ def _entries_inside_ledger(start: Position, end: Position) -> int:
     return end.entry_id - start.entry_id
 
 
-async def plan_ranges(c: Client, starts: dict[str, Position], ends: dict[str, Position],
-                      min_partitions: int = 1, timeout_ms: int = 5000) -> list[TopicRange]:
-    """The input partitions for (starts[p], ends[p]] over every partition p in ends (a partition
-    missing from starts starts at earliest). Empty ranges are left out."""
-    async def pinned(partition: str, start: Position, end: Position) -> tuple[str, Position, Position] | None:
+async def _pinned(c: Client, partition: str, start: Position, end: Position,
+                  timeout_ms: int) -> tuple[str, Position, Position] | None:
+    """(partition, start, end) with an earliest start moved to just before the first message;
+    None when the range holds no message."""
+    if not may_hold_messages(start, end):
+        return None
+    if start.is_earliest:
+        first = await q.first_message_after(c, partition, EARLIEST, timeout_ms)
+        if first is None:
+            return None
+        start = exclusive_start_before(first)
         if not may_hold_messages(start, end):
             return None
-        if start.is_earliest:
-            first = await q.first_message_after(c, partition, EARLIEST, timeout_ms)
-            if first is None:
-                return None
-            start = exclusive_start_before(first)
-            if not may_hold_messages(start, end):
-                return None
-        return partition, start, end
+    return partition, start, end
 
-    found = await asyncio.gather(*(pinned(p, starts.get(p, EARLIEST), e) for p, e in ends.items()))
-    ranges: list[tuple[str, Position, Position]] = []
-    for item in found:
-        if item is not None:
-            partition, start, end = item
-            ranges.extend((partition, a, b) for a, b in _ledger_segments(start, end))
+
+def _halve_until(ranges: list[tuple[str, Position, Position]], min_partitions: int) -> None:
+    """Halve the largest range inside one ledger until there are min_partitions ranges."""
     while len(ranges) < min_partitions:
         sizes = [_entries_inside_ledger(a, b) for _, a, b in ranges]
         if not sizes or max(sizes) < 2:
-            break
+            return
         i = sizes.index(max(sizes))
         partition, a, b = ranges[i]
         middle = Position(a.ledger_id, a.entry_id + sizes[i] // 2, -1)
         ranges[i:i + 1] = [(partition, a, middle), (partition, middle, b)]
+
+
+async def _ledger_counts(admin_url: str, partitions: list[str]) -> dict[str, dict[int, int]] | None:
+    try:
+        return await ledger_entries(admin_url, partitions)
+    except (aiohttp.ClientError, TimeoutError, ValueError, KeyError) as exc:
+        log.warning("no ledger stats from %s (%s); planning without entry counts", admin_url, exc)
+        return None
+
+
+async def plan_ranges(c: Client, starts: dict[str, Position], ends: dict[str, Position],
+                      min_partitions: int = 1, timeout_ms: int = 5000,
+                      admin_url: str | None = None) -> list[TopicRange]:
+    """The input partitions for (starts[p], ends[p]] over every partition p in ends (a partition
+    missing from starts starts at earliest). Empty ranges are left out.
+
+    Ranges are cut at ledger boundaries. With admin_url, the entry count of every ledger is asked
+    (pipeline.ledger_stats) and the same number of ranges — or min_partitions, when more — is cut
+    again into pieces of equal entry counts (pipeline.balanced_ranges); without it, the largest
+    range inside one ledger is halved until there are min_partitions ranges.
+    """
+    found = await asyncio.gather(*(_pinned(c, p, starts.get(p, EARLIEST), e, timeout_ms) for p, e in ends.items()))
+    pinned = [item for item in found if item is not None]
+    ranges = [(p, a, b) for p, start, end in pinned for a, b in _ledger_segments(start, end)]
+    counts = await _ledger_counts(admin_url, [p for p, _, _ in pinned]) if admin_url and pinned else None
+    if counts is not None:
+        ranges = balance(pinned, counts, max(min_partitions, len(ranges)))
+    else:
+        _halve_until(ranges, min_partitions)
     log.debug("planned %d ranges over %d partitions", len(ranges), len(ends))
     return [TopicRange(p, a, b) for p, a, b in ranges]
 

@@ -1,4 +1,4 @@
-"""The row shape of the source, and how received messages become Arrow record batches.
+"""The row shape of the source: its Spark schema and the Arrow schema of the batches it yields.
 
 Columns (the names of the issue; Apache Pulsar's connector prefixes its metadata columns with
 ``__``):
@@ -13,13 +13,11 @@ Columns (the names of the issue; Apache Pulsar's connector prefixes its metadata
 | ``eventTime`` | timestamp, null when the producer set none | ``Message.event_timestamp()`` |
 | ``properties`` | map<string,string> | ``Message.properties()`` |
 
-Batches are unpacked: one row per message.
+Batches are unpacked: one row per message (pipeline.entry_decoder, pipeline.columns).
 """
 from __future__ import annotations
 
 import pyarrow as pa
-
-from minipulsar.client import Message
 
 SCHEMA_DDL = ("key STRING, value BINARY, topic STRING, messageId BINARY, publishTime TIMESTAMP, "
               "eventTime TIMESTAMP, properties MAP<STRING, STRING>")
@@ -33,49 +31,3 @@ ARROW_SCHEMA = pa.schema([
     pa.field("eventTime", pa.timestamp("us", tz="UTC")),
     pa.field("properties", pa.map_(pa.string(), pa.string())),
 ])
-
-
-class RowBuffer:
-    """Collects messages column by column; take() turns them into one pa.RecordBatch."""
-
-    __slots__ = ("keys", "values", "ids", "publish", "event", "props", "topic")
-
-    def __init__(self, topic: str):
-        self.topic = topic
-        self._reset()
-
-    def _reset(self) -> None:
-        self.keys: list = []
-        self.values: list = []
-        self.ids: list = []
-        self.publish: list = []
-        self.event: list = []
-        self.props: list = []
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-    def add(self, message: Message) -> None:
-        key = message.partition_key()
-        self.keys.append(key if key else None)
-        self.values.append(message.data())
-        self.ids.append(message.message_id().serialize())
-        self.publish.append(message.publish_timestamp() * 1000)
-        event = message.event_timestamp()
-        self.event.append(event * 1000 if event else None)
-        props = message.properties()
-        self.props.append(list(props.items()) if props else [])
-
-    def take(self) -> pa.RecordBatch:
-        n = len(self.values)
-        batch = pa.RecordBatch.from_arrays([
-            pa.array(self.keys, pa.string()),
-            pa.array(self.values, pa.binary()),
-            pa.array([self.topic] * n, pa.string()),
-            pa.array(self.ids, pa.binary()),
-            pa.array(self.publish, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-            pa.array(self.event, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-            pa.array(self.props, pa.map_(pa.string(), pa.string())),
-        ], schema=ARROW_SCHEMA)
-        self._reset()
-        return batch

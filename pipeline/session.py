@@ -4,21 +4,73 @@ Spark starts its Python workers with ``PYSPARK_PYTHON`` (else ``python3`` on the
 must be an interpreter that can import ``pipeline`` and ``client``: this sets it, and
 ``PYSPARK_DRIVER_PYTHON``, to the running interpreter unless they are already set. On a cluster,
 install minipulsar (``pip install 'minipulsar[spark]'``) on every executor instead.
+
+On a ``local`` master it also binds Spark to the loopback address (``SPARK_LOCAL_IP``, unless
+set), which is where a local session's driver and executors talk anyway, and which spares the
+"hostname resolves to a loopback address" warning.
+
+``log_level`` sets the JVM's log level from the very start, through a log4j2 configuration file
+written for the session: ``SparkContext.setLogLevel`` only takes effect once the context is up,
+after Spark has already printed its start-up warnings.
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
+import tempfile
 
 log = logging.getLogger(__name__)
 
+# Loggers whose warnings say nothing a local user can act on.
+QUIET_LOGGERS = {
+    "org.apache.hadoop.util.NativeCodeLoader": "ERROR",  # no native Hadoop library: the Java one is used
+}
 
-def local_session(app_name: str = "minipulsar", master: str = "local[2]", **conf: str):
+LOG4J2_TEMPLATE = """\
+rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
+# Spark takes a PySpark driver for a shell, whose console level is its main class's logger's
+# (WARN unless set); set alike, Spark neither overrides the root level nor says that it does.
+logger.shell.name = org.apache.spark.api.python.PythonGatewayServer
+logger.shell.level = {level}
+"""
+
+
+def log4j2_config(level: str, quiet: dict[str, str] | None = None) -> str:
+    """The text of a log4j2 properties file: everything at level, the loggers in quiet at theirs."""
+    lines = [LOG4J2_TEMPLATE.format(level=level.upper())]
+    for i, (name, logger_level) in enumerate({**QUIET_LOGGERS, **(quiet or {})}.items()):
+        lines.append(f"logger.q{i}.name = {name}\nlogger.q{i}.level = {logger_level}\n")
+    return "".join(lines)
+
+
+def _log4j2_java_option(level: str, quiet: dict[str, str] | None) -> str:
+    handle, path = tempfile.mkstemp(prefix="minipulsar-log4j2-", suffix=".properties")
+    with os.fdopen(handle, "w") as out:
+        out.write(log4j2_config(level, quiet))
+    atexit.register(os.unlink, path)  # log4j2 reads it once, when the JVM starts
+    return f"-Dlog4j2.configurationFile=file:{path}"
+
+
+def local_session(app_name: str = "minipulsar", master: str = "local[2]", log_level: str | None = None,
+                  quiet_loggers: dict[str, str] | None = None, **conf: str):
     """getOrCreate a SparkSession on master with conf (Spark keys -> values) and register the
-    "pulsar" format. Small defaults for a laptop: 2 shuffle partitions, no UI."""
+    "pulsar" format. Small defaults for a laptop: 2 shuffle partitions, no UI.
+
+    log_level (e.g. "WARN"), when given, is the JVM's log level from start-up on, with the loggers
+    of quiet_loggers (name -> level) set apart; it applies only when this call starts the JVM.
+    """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     from minipulsar.pipeline import register
@@ -26,6 +78,10 @@ def local_session(app_name: str = "minipulsar", master: str = "local[2]", **conf
     builder = SparkSession.builder.master(master).appName(app_name)
     settings = {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
                 "spark.sql.session.timeZone": "UTC", **conf}
+    if log_level:
+        option = _log4j2_java_option(log_level, quiet_loggers)
+        extra = settings.get("spark.driver.extraJavaOptions")
+        settings["spark.driver.extraJavaOptions"] = f"{extra} {option}" if extra else option
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -115,7 +115,8 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             log.warning("partitions no longer listed, not read: %s", sorted(gone))
 
         async def plan(c):
-            return await plan_ranges(c, starts, ends, self.opts.min_partitions, self.opts.poll_timeout_ms)
+            return await plan_ranges(c, starts, ends, self.opts.min_partitions, self.opts.poll_timeout_ms,
+                                     self.opts.admin_url)
 
         ranges = self._run(plan)
         log.debug("micro-batch %s -> %s: %d ranges", start, end, len(ranges))

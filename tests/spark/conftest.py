@@ -14,10 +14,9 @@ import pytest
 def spark():
     from minipulsar.pipeline.session import local_session
 
-    session = local_session("minipulsar-tests", "local[2]",
+    session = local_session("minipulsar-tests", "local[2]", log_level="ERROR",
                             **{"spark.sql.streaming.minBatchesToRetain": "10",
-                               "spark.driver.memory": "1g"})
-    session.sparkContext.setLogLevel("ERROR")
+                               "spark.driver.memory": "1g", "spark.ui.showConsoleProgress": "false"})
     logging.getLogger("py4j").setLevel(logging.WARNING)
     yield session
     session.stop()

@@ -7,6 +7,7 @@ import time
 
 import pulsar
 import pytest
+from pyspark.sql.functions import spark_partition_id
 
 from tests.spark.helpers import source
 from tests.integration.helpers import publish_time_cut
@@ -103,3 +104,54 @@ def test_empty_topic_and_bad_options(spark, broker, official, topic):
         spark.read.format("pulsar").option("topic", topic).load().collect()
     with pytest.raises(Exception, match="exactly one of topic, topics, topicsPattern"):
         source(spark, broker.url).collect()
+
+
+def test_ledger_ranges_from_the_admin_api(spark, broker_factory, topic):
+    # Small ledgers, kept although no subscription holds them (retention without limits).
+    broker = broker_factory(managedLedgerMaxEntriesPerLedger=7, defaultRetentionTimeInMinutes=-1,
+                            defaultRetentionSizeInMB=-1)
+    official = pulsar.Client(broker.url, operation_timeout_seconds=10,
+                             logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        sent = _produce(official, topic, 0, 60, batching=True) + _produce(official, topic, 60, 40, batching=False)
+    finally:
+        official.close()
+    ids = dict(sent)
+    admin = {"admin__url": broker.broker.web_service_url}
+    assert len({ids[i].ledger_id() for i in ids}) >= 6  # the messages span many ledgers
+    df = source(spark, broker.url, topic=topic, minPartitions=5, **admin)
+    rows = df.withColumn("task", spark_partition_id()).collect()
+    assert [r.value for r in rows] == [f"m{i}".encode() for i in range(100)]
+    entries = {}
+    for r in rows:
+        message_id = pulsar.MessageId.deserialize(r.messageId)
+        entries.setdefault(r.task, set()).add((message_id.ledger_id(), message_id.entry_id()))
+    sizes = [len(e) for e in entries.values()]
+    assert len(sizes) >= 6 and max(sizes) - min(sizes) <= 1  # equal entry counts per task
+    # Bounds inside a batch and across ledgers: from just after message 10 up to message 75.
+    starting = json.dumps({topic: list(ids[10].serialize())})
+    ending = json.dumps({topic: list(ids[75].serialize())})
+    rows = source(spark, broker.url, topic=topic, minPartitions=4, startingOffsets=starting,
+                  endingOffsets=ending, **admin).collect()
+    assert [r.value for r in rows] == [f"m{i}".encode() for i in range(11, 76)]
+
+
+def test_compressed_batches(spark, broker, official, topic):
+    producer = official.create_producer(topic, compression_type=pulsar.CompressionType.LZ4,
+                                        batching_enabled=True, batching_max_messages=10)
+    for i in range(25):
+        producer.send_async(f"compressed {i}".encode() * 20, None, partition_key=f"k{i % 3}")
+    producer.flush()
+    producer.close()
+    rows = source(spark, broker.url, topic=topic).collect()
+    assert [(r.value, r.key) for r in rows] == [(f"compressed {i}".encode() * 20, f"k{i % 3}") for i in range(25)]
+
+
+def test_a_range_the_partition_no_longer_holds(spark, broker, official, topic):
+    last = _produce(official, topic, 0, 5, batching=False)[-1][1]
+    beyond = json.dumps({topic: {"ledgerId": last.ledger_id(), "entryId": last.entry_id() + 5}})
+    options = {"endingOffsets": beyond, "pollTimeoutMs": 300}
+    with pytest.raises(Exception, match="the partition ends before"):
+        source(spark, broker.url, topic=topic, **options).collect()
+    rows = source(spark, broker.url, topic=topic, failOnDataLoss="false", **options).collect()
+    assert [r.value for r in rows] == [f"m{i}".encode() for i in range(5)]
