@@ -18,11 +18,11 @@ from minipulsar.broker.batch_acks import BatchAckSets
 from minipulsar.broker.consumer import DecayingRate
 from minipulsar.broker.dispatchers.non_persistent import NonPersistentDispatcher
 from minipulsar.broker.entry_info import entry_info
-from minipulsar.broker.errors import (ConsumerBusyError, NotAllowedError, ProducerBusyError,
-                                      SubscriptionNotFoundError)
+from minipulsar.broker.errors import (NotAllowedError, SubscriptionNotFoundError)
 from minipulsar.broker.subscription import (SUB_TYPE_NAMES, LastMessageId, SubType, check_admission,
-                                            key_shared_selector)
+                                            key_shared_selector, leave_for_unsubscribe)
 from minipulsar.broker.topic_name import TopicName
+from minipulsar.broker.topic_producers import TopicProducers
 from minipulsar.storage import EARLIEST, Entry, Position
 
 if TYPE_CHECKING:
@@ -113,13 +113,8 @@ class NonPersistentSubscription:
         return LastMessageId(EARLIEST, None, EARLIEST)
 
     async def unsubscribe(self, consumer: "Consumer", force: bool) -> None:
-        """Raises ConsumerBusyError (subscription.Subscription.unsubscribe's rules)."""
-        others = [c for c in self.consumers if c is not consumer]
-        if others and not force:
-            raise ConsumerBusyError(f"Subscription {self.name} has other connected consumers")
-        for other in others:
-            other.disconnect()
-        consumer.close()
+        """Raises ConsumerBusyError (subscription.leave_for_unsubscribe)."""
+        leave_for_unsubscribe(self, consumer, force)
 
     def disconnect_consumers(self) -> None:
         for consumer in list(self.consumers):
@@ -141,7 +136,7 @@ class NonPersistentSubscription:
         }
 
 
-class NonPersistentTopic:
+class NonPersistentTopic(TopicProducers):
     """name: a non-persistent:// TopicName; broker: the owning Broker."""
 
     persistent = False
@@ -163,19 +158,7 @@ class NonPersistentTopic:
     def __repr__(self) -> str:
         return f"NonPersistentTopic({self.name})"
 
-    # ---- producers -------------------------------------------------------------------------
-    def add_producer(self, producer: "Producer") -> None:
-        """Raises ProducerBusyError when the name is taken on this topic."""
-        existing = self.producers.get(producer.name)
-        if existing is not None and existing is not producer:
-            raise ProducerBusyError(f"Producer with name '{producer.name}' is already connected to topic {self.name}")
-        self.producers[producer.name] = producer
-
-    def remove_producer(self, producer: "Producer") -> None:
-        if self.producers.get(producer.name) is producer:
-            del self.producers[producer.name]
-        self.access.removed(producer)
-
+    # ---- publishing (producers by name: broker/topic_producers.py) ---------------------------
     def check_not_terminated(self) -> None:
         """A non-persistent topic cannot be terminated."""
 

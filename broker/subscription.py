@@ -82,6 +82,17 @@ def check_admission(subscription, consumer: "Consumer") -> None:
             f"mode {consumer.key_shared_mode} with allowOutOfOrderDelivery={consumer.allow_out_of_order}")
 
 
+def leave_for_unsubscribe(subscription, consumer: "Consumer", force: bool) -> None:
+    """UNSUBSCRIBE's first step on any subscription: ConsumerBusyError when other consumers are
+    connected and not force; with force they are disconnected; then consumer closes."""
+    others = [c for c in subscription.consumers if c is not consumer]
+    if others and not force:
+        raise ConsumerBusyError(f"Subscription {subscription.name} has other connected consumers")
+    for other in others:
+        other.disconnect()
+    consumer.close()
+
+
 def key_shared_selector(config, first: "Consumer"):
     """The sticky-key selector for a Key_Shared subscription whose first consumer is first:
     STICKY ranges as declared, else consistent hashing or auto-split
@@ -202,12 +213,7 @@ class Subscription:
     async def unsubscribe(self, consumer: "Consumer", force: bool) -> None:
         """UNSUBSCRIBE by consumer: drop the subscription and its cursor. Other connected consumers
         make it fail with ConsumerBusyError unless force, which disconnects them first."""
-        others = [c for c in self.consumers if c is not consumer]
-        if others and not force:
-            raise ConsumerBusyError(f"Subscription {self.name} has other connected consumers")
-        for other in others:
-            other.disconnect()
-        consumer.close()
+        leave_for_unsubscribe(self, consumer, force)
         await self.topic.remove_subscription(self.name)
 
     # ---- acknowledgements ------------------------------------------------------------------

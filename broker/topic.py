@@ -15,11 +15,12 @@ from minipulsar.broker.access_modes import ProducerAccess
 from minipulsar.broker.compaction import COMPACTION_CURSOR, TopicCompaction
 from minipulsar.broker.entry_info import entry_info
 from minipulsar.broker.deduplication import CURSOR_NAME as DEDUP_CURSOR_NAME, MessageDeduplication
-from minipulsar.broker.errors import (NotAllowedError, PersistenceFailedError, ProducerBusyError, ServiceNotReadyError,
+from minipulsar.broker.errors import (NotAllowedError, PersistenceFailedError, ServiceNotReadyError,
                                       SubscriptionNotFoundError, TopicTerminatedError)
 from minipulsar.broker.replication import TopicReplication, last_data_position
 from minipulsar.broker.subscription import Subscription, SubType
 from minipulsar.broker.topic_name import TopicName
+from minipulsar.broker.topic_producers import TopicProducers
 from minipulsar.storage import LedgerClosedError, ManagedLedger, PersistenceError, Position
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def is_system_cursor(name: str, replicator_prefix: str) -> bool:
     return name.startswith(replicator_prefix + ".") or name in (DEDUP_CURSOR_NAME, COMPACTION_CURSOR)
 
 
-class PersistentTopic:
+class PersistentTopic(TopicProducers):
     """name: the TopicName; ledger: its ManagedLedger; broker: the owning Broker."""
 
     persistent = True
@@ -99,19 +100,7 @@ class PersistentTopic:
                 subscription.dispatcher.wake()
         self.replication.on_durable()
 
-    # ---- producers -------------------------------------------------------------------------
-    def add_producer(self, producer: "Producer") -> None:
-        """Register producer; raises ProducerBusyError when its name is taken on this topic."""
-        existing = self.producers.get(producer.name)
-        if existing is not None and existing is not producer:
-            raise ProducerBusyError(f"Producer with name '{producer.name}' is already connected to topic {self.name}")
-        self.producers[producer.name] = producer
-
-    def remove_producer(self, producer: "Producer") -> None:
-        if self.producers.get(producer.name) is producer:
-            del self.producers[producer.name]
-        self.access.removed(producer)
-
+    # ---- publishing (producers by name: broker/topic_producers.py) ---------------------------
     def append(self, data: bytes, producer_name: str | None = None, sequence_id: int = 0,
                highest_sequence_id: int = 0) -> tuple[Position, asyncio.Future]:
         """Queue one entry: its position and a future done when it is durable (storage

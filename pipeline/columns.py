@@ -21,6 +21,7 @@ import pyarrow as pa
 from minipulsar.client import MessageId
 
 from minipulsar.pipeline.schema import ARROW_SCHEMA
+from minipulsar.proto.hot_commands import encode_varint
 
 _U64 = (1 << 64) - 1
 _BATCH_INDEX_TAG = b"\x20"  # field 4, varint
@@ -29,21 +30,11 @@ _TIMESTAMP = pa.timestamp("us", tz="UTC")
 _MAP = pa.map_(pa.string(), pa.string())
 
 
-def varint(value: int) -> bytes:
-    """The protobuf varint encoding of a non-negative value."""
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 @lru_cache(maxsize=64)
 def batch_id_suffixes(batch_size: int) -> tuple[bytes, ...]:
     """The serialized batch_index and batch_size fields of messages 0..batch_size-1 of a batch."""
-    size = _BATCH_SIZE_TAG + varint(batch_size)
-    return tuple(_BATCH_INDEX_TAG + varint(i) + size for i in range(batch_size))
+    size = _BATCH_SIZE_TAG + encode_varint(batch_size)
+    return tuple(_BATCH_INDEX_TAG + encode_varint(i) + size for i in range(batch_size))
 
 
 def entry_id_prefix(ledger_id: int, entry_id: int, partition: int) -> bytes:

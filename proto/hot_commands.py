@@ -23,7 +23,7 @@ _SEND_RECEIPT_TYPE = b"\x08\x07"  # BaseCommand.type (field 1, varint) = SEND_RE
 _MESSAGE_TYPE = b"\x08\x09"  # BaseCommand.type = MESSAGE (9)
 
 
-def _varint(value: int) -> bytes:
+def encode_varint(value: int) -> bytes:
     """value (taken as uint64) as a protobuf varint; the common short cases unrolled."""
     if 0 <= value < 0x80:
         return _ONE_BYTE[value]
@@ -44,12 +44,12 @@ def encode_send_receipt(producer_id: int, sequence_id: int, ledger_id: int, entr
                         highest_sequence_id: int = 0) -> bytes:
     """A whole SEND_RECEIPT frame; highest_sequence_id is written only when non-zero, as the broker
     sets it. ledger_id / entry_id may be -1 (a duplicate whose position is unknown)."""
-    message_id = b"\x08" + _varint(ledger_id) + b"\x10" + _varint(entry_id)
-    receipt = b"".join((b"\x08", _varint(producer_id), b"\x10", _varint(sequence_id),
-                        b"\x1a", _varint(len(message_id)), message_id))
+    message_id = b"\x08" + encode_varint(ledger_id) + b"\x10" + encode_varint(entry_id)
+    receipt = b"".join((b"\x08", encode_varint(producer_id), b"\x10", encode_varint(sequence_id),
+                        b"\x1a", encode_varint(len(message_id)), message_id))
     if highest_sequence_id:
-        receipt += b"\x20" + _varint(highest_sequence_id)
-    command = b"".join((_SEND_RECEIPT_TYPE, b"\x3a", _varint(len(receipt)), receipt))
+        receipt += b"\x20" + encode_varint(highest_sequence_id)
+    command = b"".join((_SEND_RECEIPT_TYPE, b"\x3a", encode_varint(len(receipt)), receipt))
     return _TWO_U32.pack(len(command) + 4, len(command)) + command
 
 
@@ -57,17 +57,17 @@ def encode_message(consumer_id: int, ledger_id: int, entry_id: int, partition: i
                    consumer_epoch: int | None, ack_set: list[int] | None, headers_and_payload: bytes) -> bytes:
     """A whole MESSAGE frame carrying a stored entry unchanged. partition -1 (not a partition) and
     redelivery_count 0 are left out, as protobuf leaves unset fields; ack_set: signed int64 words."""
-    message_id = b"\x08" + _varint(ledger_id) + b"\x10" + _varint(entry_id)
+    message_id = b"\x08" + encode_varint(ledger_id) + b"\x10" + encode_varint(entry_id)
     if partition >= 0:
-        message_id += b"\x18" + _varint(partition)
-    parts = [b"\x08", _varint(consumer_id), b"\x12", _varint(len(message_id)), message_id]
+        message_id += b"\x18" + encode_varint(partition)
+    parts = [b"\x08", encode_varint(consumer_id), b"\x12", encode_varint(len(message_id)), message_id]
     if redelivery_count:
-        parts += (b"\x18", _varint(redelivery_count))
+        parts += (b"\x18", encode_varint(redelivery_count))
     for word in ack_set or ():
-        parts += (b"\x20", _varint(word))
+        parts += (b"\x20", encode_varint(word))
     if consumer_epoch is not None:
-        parts += (b"\x28", _varint(consumer_epoch))
+        parts += (b"\x28", encode_varint(consumer_epoch))
     message = b"".join(parts)
-    command = b"".join((_MESSAGE_TYPE, b"\x4a", _varint(len(message)), message))
+    command = b"".join((_MESSAGE_TYPE, b"\x4a", encode_varint(len(message)), message))
     return b"".join((_TWO_U32.pack(4 + len(command) + len(headers_and_payload), len(command)), command,
                      headers_and_payload))
