@@ -66,22 +66,42 @@ def encode(state: CursorState) -> bytes:
 
 
 def decode(raw: bytes) -> CursorState:
-    """Parse a slot image; ValueError if torn, mis-framed or failing its CRC32C."""
+    """Parse a slot image; ValueError if torn, mis-framed, failing its CRC32C, or malformed inside
+    (a body whose CRC matches but whose range count, JSON or field types are wrong)."""
     if len(raw) < FRAME.size:
         raise ValueError("slot is shorter than its frame header")
     magic, crc, length = FRAME.unpack_from(raw)
     body = memoryview(raw)[FRAME.size:]
     if magic != MAGIC or len(body) != length or crc32c.crc32c(body) != crc:
         raise ValueError("slot is torn or fails its CRC32C")
+    if len(body) < BODY_HEAD.size:
+        raise ValueError("slot body is shorter than its head")
     seq, md_l, md_e, n = BODY_HEAD.unpack_from(body)
     off = BODY_HEAD.size
-    ranges = []
-    for ll, le, ul, ue in RANGE.iter_unpack(body[off: off + n * RANGE.size]):
-        ranges.append((Position(ll, le), Position(ul, ue)))
-    meta = json.loads(bytes(body[off + n * RANGE.size:]))
-    return CursorState(meta["name"], Position(md_l, md_e), ranges,
-                       {k: int(v) for k, v in meta["properties"].items()},
-                       dict(meta["cursor_properties"]), seq)
+    end = off + n * RANGE.size
+    if n < 0 or end > len(body):
+        raise ValueError(f"slot claims {n} ranges, more than its body holds")
+    ranges = [(Position(ll, le), Position(ul, ue)) for ll, le, ul, ue in RANGE.iter_unpack(body[off:end])]
+    name, properties, cursor_properties = _decode_meta(body[end:])
+    return CursorState(name, Position(md_l, md_e), ranges, properties, cursor_properties, seq)
+
+
+def _decode_meta(raw: memoryview) -> tuple[str, dict[str, int], dict[str, str]]:
+    """(name, properties, cursor_properties) from the slot's JSON tail; ValueError when malformed."""
+    try:
+        meta = json.loads(bytes(raw))
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ValueError(f"slot metadata is not JSON: {exc}") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        raise ValueError("slot metadata has no cursor name")
+    properties, cursor_properties = meta.get("properties"), meta.get("cursor_properties")
+    if not isinstance(properties, dict) or not isinstance(cursor_properties, dict):
+        raise ValueError("slot metadata lacks its property maps")
+    try:
+        properties = {k: int(v) for k, v in properties.items()}
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"slot has a non-integer cursor property: {exc}") from None
+    return meta["name"], properties, dict(cursor_properties)
 
 
 def _read_slot(path: str) -> CursorState | None:

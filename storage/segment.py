@@ -269,6 +269,9 @@ def read_records(folder: str, idx: SegmentIndex, first: int, last: int) -> list[
     offsets = idx.offsets
     start = offsets[first]
     end = offsets[last + 1] if last + 1 < len(offsets) else idx.end_offset
+    if not HEADER_SIZE <= start <= end <= idx.end_offset:
+        # Only an index whose CRC matched but whose offsets are wrong gets here (a writer bug).
+        _corrupt(idx, first, f"has index offsets outside its segment ({start}..{end} of {idx.end_offset})")
     fd = os.open(segment_path(folder, idx.ledger_id), os.O_RDONLY)
     try:
         buf = os.pread(fd, end - start, start)
@@ -279,7 +282,7 @@ def read_records(folder: str, idx: SegmentIndex, first: int, last: int) -> list[
     for entry_id in range(first, last + 1):
         rel = offsets[entry_id] - start
         rec_end = (offsets[entry_id + 1] if entry_id + 1 < len(offsets) else idx.end_offset) - start
-        if rec_end > len(buf) or rec_end - rel < RECORD_OVERHEAD:
+        if rel < 0 or rec_end > len(buf) or rec_end - rel < RECORD_OVERHEAD:
             _corrupt(idx, entry_id, "is truncated")
         length, crc = RECORD_HEADER.unpack_from(buf, rel)
         if length != rec_end - rel - RECORD_OVERHEAD or entry_id in idx.corrupt:

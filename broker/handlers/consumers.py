@@ -3,10 +3,11 @@ GET_LAST_MESSAGE_ID and CONSUMER_STATS: everything a consumer handle asks of the
 from __future__ import annotations
 
 import logging
+import weakref
 from typing import TYPE_CHECKING
 
 from minipulsar.broker.consumer import Consumer
-from minipulsar.broker.errors import NotAllowedError
+from minipulsar.broker.errors import NotAllowedError, ServiceNotReadyError
 from minipulsar.broker.message_id import INT64_MAX, position_of, set_message_id
 from minipulsar.broker.topic import EARLIEST, is_system_cursor
 from minipulsar.broker.topic_name import TopicName
@@ -34,11 +35,31 @@ def _reader_start(request: api.CommandSubscribe) -> Position | None:
     return position
 
 
+# Consumer ids whose SUBSCRIBE is still being handled, per connection. A second SUBSCRIBE with the
+# same id meanwhile would create a second consumer and orphan the first (attached to its
+# subscription, unknown to the connection, so never closed); it is refused instead, as Pulsar's
+# ServerCnx does while the first consumer's future is pending.
+_subscribing: "weakref.WeakKeyDictionary[ServerConnection, set[int]]" = weakref.WeakKeyDictionary()
+
+
 async def handle_subscribe(conn: "ServerConnection", frame: Frame) -> None:
+    """SUCCESS once the consumer is attached (again at once for a consumer id the connection has);
+    ServiceNotReady while an earlier SUBSCRIBE with the same consumer id is still being handled."""
     request = frame.command.subscribe
-    if request.consumer_id in conn.consumers:
+    if _consumer(conn, request.consumer_id) is not None:
         conn.send_success(request.request_id)  # a retried SUBSCRIBE for a consumer we already have
         return
+    in_flight = _subscribing.setdefault(conn, set())
+    if request.consumer_id in in_flight:
+        raise ServiceNotReadyError("Consumer is already present on the connection")
+    in_flight.add(request.consumer_id)
+    try:
+        await _subscribe(conn, request)
+    finally:
+        in_flight.discard(request.consumer_id)
+
+
+async def _subscribe(conn: "ServerConnection", request: api.CommandSubscribe) -> None:
     broker = conn.broker
     if not request.subscription:
         raise NotAllowedError("empty subscription name")
@@ -79,9 +100,13 @@ async def handle_subscribe(conn: "ServerConnection", frame: Frame) -> None:
 
 
 def _consumer(conn: "ServerConnection", consumer_id: int) -> Consumer | None:
+    """The connection's open consumer with that id; None when unknown or already closed (an
+    UNSUBSCRIBE closes it at once, then drops it from the connection once its cursor is deleted:
+    commands meanwhile must not reach that cursor)."""
     consumer = conn.consumers.get(consumer_id)
-    if consumer is None:
-        log.debug("%s: unknown consumer id %d", conn.peer_address, consumer_id)
+    if consumer is None or consumer.closed:
+        log.debug("%s: unknown or closed consumer id %d", conn.peer_address, consumer_id)
+        return None
     return consumer
 
 
@@ -120,8 +145,11 @@ async def handle_unsubscribe(conn: "ServerConnection", frame: Frame) -> None:
     request = frame.command.unsubscribe
     consumer = _consumer(conn, request.consumer_id)
     if consumer is not None:
-        await consumer.subscription.unsubscribe(consumer, request.force)  # ConsumerBusyError
-        conn.consumers.pop(request.consumer_id, None)
+        try:
+            await consumer.subscription.unsubscribe(consumer, request.force)  # ConsumerBusyError
+        finally:
+            if consumer.closed and conn.consumers.get(request.consumer_id) is consumer:
+                del conn.consumers[request.consumer_id]  # even when deleting the cursor failed
     conn.send_success(request.request_id)
 
 
@@ -167,7 +195,7 @@ async def handle_get_last_message_id(conn: "ServerConnection", frame: Frame) -> 
 def handle_consumer_stats(conn: "ServerConnection", frame: Frame) -> None:
     request = frame.command.consumerStats
     reply = api.CommandConsumerStatsResponse(request_id=request.request_id)
-    consumer = conn.consumers.get(request.consumer_id)
+    consumer = _consumer(conn, request.consumer_id)
     if consumer is None:
         reply.error_code, reply.error_message = api.ConsumerNotFound, f"consumer {request.consumer_id} not found"
     else:
