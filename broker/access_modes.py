@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 MODE_NAMES = {api.Shared: "Shared", api.Exclusive: "Exclusive", api.WaitForExclusive: "WaitForExclusive",
               api.ExclusiveWithFencing: "ExclusiveWithFencing"}
-_EPOCHS_KEY = "topicEpochs"
+EPOCHS_KEY = "topicEpochs"
 
 
 class ProducerAccess:
@@ -43,7 +43,7 @@ class ProducerAccess:
         self.topic = topic
         self.exclusive: Producer | None = None
         self.waiting: list[tuple[Producer, asyncio.Future]] = []
-        epochs = topic.broker.metadata.data.get(_EPOCHS_KEY, {})
+        epochs = topic.broker.metadata.data.get(EPOCHS_KEY, {})
         self.epoch: int | None = epochs.get(str(topic.name))
 
     async def admit(self, producer: "Producer", on_queued: Callable[[], None]) -> int | None:
@@ -95,7 +95,7 @@ class ProducerAccess:
         if new_epoch != self.epoch:
             self.epoch = new_epoch
             metadata = self.topic.broker.metadata
-            metadata.data.setdefault(_EPOCHS_KEY, {})[str(self.topic.name)] = new_epoch
+            metadata.data.setdefault(EPOCHS_KEY, {})[str(self.topic.name)] = new_epoch
             await metadata.save()
         return new_epoch
 

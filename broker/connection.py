@@ -100,7 +100,7 @@ class ServerConnection(asyncio.Protocol):
             self.protocol_error(f"bad frame: {exc}")
             return
         for frame in frames:
-            if self.closed:
+            if self.closed or self.transport.is_closing():  # a protocol error in this read closed it
                 return
             self._route(frame)
 

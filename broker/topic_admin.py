@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from minipulsar.broker.errors import (NotAllowedError, PartitionCountError, TopicBusyError, TopicExistsError,
                                       TopicNotFoundError)
+from minipulsar.broker.access_modes import EPOCHS_KEY
 from minipulsar.broker.topic import TERMINATED_KEY
 from minipulsar.broker.topic_name import TopicName
 
@@ -63,7 +64,9 @@ class TopicAdmin:
         if name.domain == "non-persistent":
             return
         await self.broker.factory.delete(name.storage_name)
-        if self.broker.metadata.data.get(TERMINATED_KEY, {}).pop(str(name), None) is not None:
+        metadata = self.broker.metadata.data
+        forgotten = [metadata.get(key, {}).pop(str(name), None) for key in (TERMINATED_KEY, EPOCHS_KEY)]
+        if any(value is not None for value in forgotten):  # a re-created topic starts afresh
             await self.broker.metadata.save()
         log.info("deleted topic %s", name)
 

@@ -13,7 +13,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from minipulsar.broker.access_modes import MODE_NAMES
-from minipulsar.broker.errors import BrokerError
+from minipulsar.broker.errors import BrokerError, NotAllowedError
+from minipulsar.broker.message_id import INT64_MAX
 from minipulsar.broker.producer import PendingPublish, Producer
 from minipulsar.broker.replication.misdirection import check_replicator_producer
 from minipulsar.broker.topic_name import TopicName
@@ -53,6 +54,8 @@ async def handle_producer(conn: "ServerConnection", frame: Frame) -> None:
     if topic.deduplication is not None:
         producer.last_sequence_id = topic.deduplication.last_sequence_id(name)
     if request.HasField("topic_epoch"):
+        if request.topic_epoch > INT64_MAX:  # the next epoch must still fit PRODUCER_SUCCESS (int64)
+            raise NotAllowedError(f"topic_epoch {request.topic_epoch} is out of range")
         producer.requested_topic_epoch = request.topic_epoch
     if request.HasField("schema") and request.schema.type != api.Schema.Type.Value("None"):
         producer.schema_version = await broker.schemas.add_or_get(topic.name, request.schema)  # IncompatibleSchema

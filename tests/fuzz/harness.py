@@ -68,16 +68,11 @@ DEADLINE = 10.0  # seconds any single wait may take before it counts as a failur
 # a strict xfail regression test (tests/fuzz/test_fuzz_regressions.py) pins each one, so the day it
 # is fixed that test passes, fails as XPASS, and its entry here is removed with its xfail mark.
 KNOWN_FINDINGS = {
-    "test_no_handler_coroutine_is_dropped_unawaited_after_a_protocol_error":
-        re.compile(r"^RuntimeWarning: coroutine 'handle_\w+' was never awaited$"),
     "test_two_producers_with_one_producer_id_leave_no_producer_behind":
         re.compile(r"^\S+: Producer\("),  # an orphan producer, as _orphans() describes it
     "test_a_topic_load_abandoned_by_a_closed_connection_does_not_break_the_next_one":
         re.compile(r"(?s)^minipulsar\.broker\.connection: \S+: handler for \w+ failed\n.*"
                    r"in _prepare_folder\n.*FileNotFoundError: .*NAME\.tmp"),
-    "test_a_topic_epoch_at_the_uint64_limit_does_not_break_the_next_exclusive_producer":
-        re.compile(r"(?s)^minipulsar\.broker\.connection: \S+: handler for PRODUCER failed\n.*"
-                   r"in _send_producer_success\n.*ValueError: Value out of range"),
 }
 
 

@@ -60,8 +60,6 @@ def _gone(broker, wire: Wire) -> bool:
     return broker.run(lambda: all(c.peer_address != wire.address for c in broker.broker.connections))
 
 
-@pytest.mark.xfail(strict=True, reason="ServerConnection.data_received keeps routing the frames of a read "
-                   "after a protocol error closed the connection (needs a fix in broker/connection.py)")
 def test_frames_after_a_protocol_error_in_the_same_read_are_not_acted_on(broker, topic, wires):
     """A second CONNECT is a protocol violation that closes the connection; a SEND that arrived in
     the same read must not be published. Found by the fuzzer as [CONNECT][UNSUBSCRIBE] in one read."""
@@ -83,8 +81,6 @@ def test_frames_after_a_protocol_error_in_the_same_read_are_not_acted_on(broker,
     assert broker.subscription_stats(topic, "watch")["msgBacklog"] == 1
 
 
-@pytest.mark.xfail(strict=True, reason="a handler coroutine routed after the connection closed is dropped "
-                   "unawaited (needs a fix in broker/connection.py)")
 def test_no_handler_coroutine_is_dropped_unawaited_after_a_protocol_error(broker, wires):
     """[second CONNECT][UNSUBSCRIBE] in one read: the UNSUBSCRIBE handler's coroutine was created,
     its task cancelled before it started, and Python warned "coroutine ... was never awaited"."""
@@ -235,8 +231,6 @@ def _exclusive_producer(producer_id: int, request_id: int, topic: str, topic_epo
     return encode_command(api.BaseCommand(type=Type.PRODUCER, producer=producer))
 
 
-@pytest.mark.xfail(strict=True, reason="handle_producer accepts a topic_epoch past the signed 64-bit range, and "
-                   "the next epoch no longer fits the uint64 reply field (needs a fix in broker/handlers/producers.py)")
 def test_a_topic_epoch_at_the_uint64_limit_does_not_break_the_next_exclusive_producer(broker, topic, wires):
     """An Exclusive producer asked for topic_epoch 2^64-1 and left; the next Exclusive producer got
     epoch 2^64, which PRODUCER_SUCCESS cannot carry: ValueError, an internal error, and the
@@ -253,8 +247,6 @@ def test_a_topic_epoch_at_the_uint64_limit_does_not_break_the_next_exclusive_pro
     assert reply.type == Type.PRODUCER_SUCCESS, reply
 
 
-@pytest.mark.xfail(strict=True, reason="deleting a topic keeps its producer-access epoch in the broker's metadata "
-                   "(needs a fix in broker/topic_admin.py)")
 def test_a_deleted_and_recreated_topic_starts_a_new_epoch(broker, topic, wires):
     """Found while making fuzz sessions independent: an Exclusive producer set topic epoch 5; the
     topic was deleted (admin API) and created again; an Exclusive producer asking for epoch 1 on
