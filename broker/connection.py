@@ -67,6 +67,10 @@ class ServerConnection(asyncio.Protocol):
         self.auth: ConnectionAuth | None = None  # the role CONNECT authenticated (authenticationEnabled)
         self.producers: dict[int, Producer] = {}
         self.consumers: dict[int, Consumer] = {}
+        # Consumer ids whose SUBSCRIBE is still being handled: a second SUBSCRIBE with one of
+        # them is refused (it would create a second consumer and orphan the first), as Pulsar's
+        # ServerCnx does while the first consumer's future is pending.
+        self.subscribing: set[int] = set()
         self.pending_publishes = 0
         self.max_pending_publishes = config.max_pending_publish_requests_per_connection
         self._reading_paused = False

@@ -3,7 +3,6 @@ GET_LAST_MESSAGE_ID and CONSUMER_STATS: everything a consumer handle asks of the
 from __future__ import annotations
 
 import logging
-import weakref
 from typing import TYPE_CHECKING
 
 from minipulsar.broker.consumer import Consumer
@@ -35,13 +34,6 @@ def _reader_start(request: api.CommandSubscribe) -> Position | None:
     return position
 
 
-# Consumer ids whose SUBSCRIBE is still being handled, per connection. A second SUBSCRIBE with the
-# same id meanwhile would create a second consumer and orphan the first (attached to its
-# subscription, unknown to the connection, so never closed); it is refused instead, as Pulsar's
-# ServerCnx does while the first consumer's future is pending.
-_subscribing: "weakref.WeakKeyDictionary[ServerConnection, set[int]]" = weakref.WeakKeyDictionary()
-
-
 async def handle_subscribe(conn: "ServerConnection", frame: Frame) -> None:
     """SUCCESS once the consumer is attached (again at once for a consumer id the connection has);
     ServiceNotReady while an earlier SUBSCRIBE with the same consumer id is still being handled."""
@@ -49,7 +41,7 @@ async def handle_subscribe(conn: "ServerConnection", frame: Frame) -> None:
     if _consumer(conn, request.consumer_id) is not None:
         conn.send_success(request.request_id)  # a retried SUBSCRIBE for a consumer we already have
         return
-    in_flight = _subscribing.setdefault(conn, set())
+    in_flight = conn.subscribing
     if request.consumer_id in in_flight:
         raise ServiceNotReadyError("Consumer is already present on the connection")
     in_flight.add(request.consumer_id)

@@ -62,6 +62,20 @@ def wait_status(port: int, topic: str, wanted: str) -> None:
              f"compaction status {wanted}", timeout=120)
 
 
+def trigger_compaction(port: int, topic: str) -> None:
+    requests.put(web(port, topic) + "/compaction", timeout=10).raise_for_status()
+
+
+def compact(port: int, topic: str) -> None:
+    """Trigger a compaction and wait until it succeeded."""
+    trigger_compaction(port, topic)
+    wait_status(port, topic, "SUCCESS")
+
+
+def compacted_ledger(port: int, topic: str) -> dict:
+    return requests.get(web(port, topic) + "/internalStats", timeout=10).json()["compactedLedger"]
+
+
 @pytest.mark.parametrize("kill_when", ["phase-one", "phase-two"])
 def test_kill_during_compaction_keeps_a_whole_view(broker_process, tmp_path, kill_when):
     data_dir = tmp_path / "data"
@@ -69,12 +83,11 @@ def test_kill_during_compaction_keeps_a_whole_view(broker_process, tmp_path, kil
     broker = broker_process(data_dir, extra_args=("--web-service-port", str(port)))
     topic = f"persistent://public/default/crash-{uuid.uuid4().hex[:8]}"
     latest = produce_round(broker.url, topic, 1)
-    requests.put(web(port, topic) + "/compaction", timeout=10).raise_for_status()
-    wait_status(port, topic, "SUCCESS")
-    first_ledger = requests.get(web(port, topic) + "/internalStats", timeout=10).json()["compactedLedger"]["ledgerId"]
+    compact(port, topic)
+    first_ledger = compacted_ledger(port, topic)["ledgerId"]
     latest.update(produce_round(broker.url, topic, 2))
 
-    requests.put(web(port, topic) + "/compaction", timeout=10).raise_for_status()
+    trigger_compaction(port, topic)
     if kill_when == "phase-two":
         wait_for(lambda: any(name.endswith(".tmp") for name in compaction_files(data_dir)),
                  "phase two writes the new compacted ledger", timeout=60, interval=0.001)
@@ -82,15 +95,14 @@ def test_kill_during_compaction_keeps_a_whole_view(broker_process, tmp_path, kil
 
     broker = broker_process(data_dir, extra_args=("--web-service-port", str(port)))
     assert read_view(broker.url, topic) == latest, "after the restart the view is whole"
-    stats = requests.get(web(port, topic) + "/internalStats", timeout=10).json()["compactedLedger"]
+    stats = compacted_ledger(port, topic)
     assert stats["ledgerId"] in (first_ledger, first_ledger + 1)
     files = compaction_files(data_dir)
     assert files == [f"compacted-{stats['ledgerId']:012d}.ledger"], "no half-written or superseded ledger is left"
 
-    requests.put(web(port, topic) + "/compaction", timeout=10).raise_for_status()
-    wait_status(port, topic, "SUCCESS")
+    compact(port, topic)
     assert read_view(broker.url, topic) == latest
-    assert requests.get(web(port, topic) + "/internalStats", timeout=10).json()["compactedLedger"]["entries"] > 0
+    assert compacted_ledger(port, topic)["entries"] > 0
     assert broker.stop() == 0
 
 
@@ -102,11 +114,9 @@ def test_restart_keeps_only_the_ledger_the_cursor_names(broker_process, tmp_path
     broker = broker_process(data_dir, extra_args=("--web-service-port", str(port)))
     topic = f"persistent://public/default/crash-{uuid.uuid4().hex[:8]}"
     latest = produce_round(broker.url, topic, 1)
-    requests.put(web(port, topic) + "/compaction", timeout=10).raise_for_status()
-    wait_status(port, topic, "SUCCESS")
+    compact(port, topic)
     latest.update(produce_round(broker.url, topic, 2))
-    requests.put(web(port, topic) + "/compaction", timeout=10).raise_for_status()
-    wait_status(port, topic, "SUCCESS")
+    compact(port, topic)
     broker.stop(sig=signal.SIGKILL)
     [current] = [p for p in (data_dir / "ledgers").rglob("compacted-*.ledger")]
     current_id = int(current.name.split("-")[1].split(".")[0])
