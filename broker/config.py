@@ -44,6 +44,15 @@ class BrokerConfig:
     web_service_port: int = 8080  # webServicePort
     max_message_size: int = 5 * 1024 * 1024  # maxMessageSize (bytes)
     max_pending_publish_requests_per_connection: int = 1000  # maxPendingPublishRequestsPerConnection
+    # maxMessagePublishBufferSizeInMB: SEND bytes held until durable, all connections together
+    # (broker/publish_buffer.py); -1 or 0 = no limit. Pulsar's default is half the JVM's direct memory.
+    max_message_publish_buffer_size_in_mb: int = 128
+    # ---- admission limits (broker/limits.py); 0 = no limit, Pulsar's defaults ----
+    broker_max_connections: int = 0  # brokerMaxConnections
+    broker_max_connections_per_ip: int = 0  # brokerMaxConnectionsPerIp
+    max_topics_per_namespace: int = 0  # maxTopicsPerNamespace
+    max_producers_per_topic: int = 0  # maxProducersPerTopic
+    max_consumers_per_subscription: int = 0  # maxConsumersPerSubscription
     keep_alive_interval_seconds: int = 30  # keepAliveIntervalSeconds
     allow_auto_topic_creation: bool = True  # allowAutoTopicCreation
     allow_auto_topic_creation_type: str = "non-partitioned"  # allowAutoTopicCreationType
@@ -200,10 +209,15 @@ def _to_text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+_PULSAR_SPELLING = {key.lower(): key for key in PULSAR_KEYS}
+
+
 def pulsar_key(field_name: str) -> str:
-    """snake_case field -> Pulsar's camelCase key: 'broker_service_port' -> 'brokerServicePort'."""
+    """snake_case field -> Pulsar's camelCase key: 'broker_service_port' -> 'brokerServicePort',
+    in Pulsar's own spelling where it has the key ('..._size_mb' -> 'managedLedgerCacheSizeMB')."""
     head, *rest = field_name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+    key = head + "".join(part[:1].upper() + part[1:] for part in rest)
+    return _PULSAR_SPELLING.get(key.lower(), key)
 
 
 _FIELDS = {pulsar_key(f.name): f for f in dataclasses.fields(BrokerConfig) if f.name != "extra"}
@@ -230,6 +244,12 @@ _VALIDATORS = {
     "managedLedgerMaxUnackedRangesToPersist": lambda v: v >= 0,
     "managedLedgerDefaultMarkDeleteRateLimit": lambda v: v >= 0,
     "maxPendingPublishRequestsPerConnection": lambda v: v >= 1,
+    "maxMessagePublishBufferSizeInMB": lambda v: v >= -1,
+    "brokerMaxConnections": lambda v: v >= 0,
+    "brokerMaxConnectionsPerIp": lambda v: v >= 0,
+    "maxTopicsPerNamespace": lambda v: v >= 0,
+    "maxProducersPerTopic": lambda v: v >= 0,
+    "maxConsumersPerSubscription": lambda v: v >= 0,
     "dispatcherMaxReadBatchSize": lambda v: v >= 1,
     "keepAliveIntervalSeconds": lambda v: v >= 1,
     "subscriptionKeySharedConsistentHashingReplicaPoints": lambda v: v >= 1,

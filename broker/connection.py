@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from minipulsar.broker.background import BackgroundTasks
 from minipulsar.broker.errors import BrokerError
 from minipulsar.broker.handlers import ROUTES
+from minipulsar.broker.publish_buffer import READ_PAUSE_REASON as PUBLISH_BUFFER_PAUSE
 from minipulsar.broker.security.tls_context import peer_certificate
 from minipulsar.proto import BROKER_INITIATED_REQUEST_ID
 from minipulsar.proto import PulsarApi_pb2 as api
@@ -48,6 +49,7 @@ def command_body(command: api.BaseCommand) -> Any:
 
 
 _BODY_OPTIONAL = frozenset((Type.PING, Type.PONG))
+_PENDING_PAUSE = "pending publishes"  # maxPendingPublishRequestsPerConnection reached
 
 
 class ServerConnection(asyncio.Protocol):
@@ -71,9 +73,14 @@ class ServerConnection(asyncio.Protocol):
         # them is refused (it would create a second consumer and orphan the first), as Pulsar's
         # ServerCnx does while the first consumer's future is pending.
         self.subscribing: set[int] = set()
+        self.creating_producers: set[int] = set()  # the same for PRODUCER and producer ids
         self.pending_publishes = 0
         self.max_pending_publishes = config.max_pending_publish_requests_per_connection
-        self._reading_paused = False
+        # Why reading is paused: "pending publishes" (this connection's cap) and/or the broker's
+        # publish buffer (broker/publish_buffer.py); reading resumes when no reason is left.
+        self._read_pauses: set[str] = set()
+        self._admitted = False  # counted by the broker's connection limits (broker/limits.py)
+        self._peer_host = ""
         self._writing_paused = False
         self._tasks = BackgroundTasks(self, log)  # async handlers, cancelled with the connection
         self._last_received = time.monotonic()
@@ -91,9 +98,26 @@ class ServerConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer_address = f"{peer[0]}:{peer[1]}"
         self.peer_certificate = peer_certificate(transport)
+        self._peer_host = peer[0]
+        refusal = self.broker.connection_limits.admit(self._peer_host)
+        if refusal is not None:
+            self._refuse(refusal)
+            return
+        self._admitted = True
         transport.set_write_buffer_limits(high=self._high_water, low=self._high_water // 2)
         self.broker.connections.add(self)
+        if self.broker.publish_buffer.full:
+            self.pause_reading(PUBLISH_BUFFER_PAUSE)
         log.debug("connection from %s", self.peer_address)
+
+    def _refuse(self, reason: str) -> None:
+        """brokerMaxConnections / brokerMaxConnectionsPerIp reached: ERROR NotAllowedError with
+        request id -1 before CONNECT, then close, as Pulsar's ServerCnx.channelActive."""
+        log.info("%s: connection refused: %s", self.peer_address, reason)
+        self.closed = True
+        self.transport.write(encode_command(api.BaseCommand(type=Type.ERROR, error=api.CommandError(
+            request_id=BROKER_INITIATED_REQUEST_ID, error=api.NotAllowedError, message=reason))))
+        self.transport.close()
 
     def data_received(self, data: bytes) -> None:
         self._last_received = time.monotonic()
@@ -110,6 +134,9 @@ class ServerConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if not self._admitted:
+            return
+        self.broker.connection_limits.release(self._peer_host)
         self.broker.connections.discard(self)
         self._tasks.cancel()
         if self.auth is not None:
@@ -251,18 +278,31 @@ class ServerConnection(asyncio.Protocol):
         self.remove_producer(producer_id)
 
     # ---- publish back-pressure -------------------------------------------------------------
-    def publish_started(self) -> None:
+    def publish_started(self, size: int) -> None:
+        """A SEND of size bytes is being stored: count it here and in the broker's publish buffer."""
         self.pending_publishes += 1
-        if self.pending_publishes >= self.max_pending_publishes and not self._reading_paused:
-            self._reading_paused = True
-            self.transport.pause_reading()
+        self.broker.publish_buffer.add(size)
+        if self.pending_publishes >= self.max_pending_publishes:
+            self.pause_reading(_PENDING_PAUSE)
 
-    def publish_finished(self) -> None:
+    def publish_finished(self, size: int) -> None:
         self.pending_publishes -= 1
-        if self._reading_paused and self.pending_publishes <= self.max_pending_publishes // 2:
-            self._reading_paused = False
-            if not self.closed:
-                self.transport.resume_reading()
+        self.broker.publish_buffer.release(size)
+        if self.pending_publishes <= self.max_pending_publishes // 2:
+            self.resume_reading(_PENDING_PAUSE)
+
+    def pause_reading(self, reason: str) -> None:
+        """Stop reading from the socket until resume_reading(reason); reasons add up."""
+        if not self._read_pauses and not self.closed:
+            self.transport.pause_reading()
+        self._read_pauses.add(reason)
+
+    def resume_reading(self, reason: str) -> None:
+        if reason not in self._read_pauses:
+            return
+        self._read_pauses.discard(reason)
+        if not self._read_pauses and not self.closed:
+            self.transport.resume_reading()
 
     # ---- errors, keep-alive, close ---------------------------------------------------------
     def protocol_error(self, reason: str, command: api.BaseCommand | None = None) -> None:

@@ -64,6 +64,12 @@ class TopicExistsError(BrokerError):
     server_error = api.NotAllowedError
 
 
+class TopicQuotaError(BrokerError):
+    """Creating the topic(s) would pass the namespace's maxTopicsPerNamespace."""
+
+    server_error = api.NotAllowedError
+
+
 class TopicBusyError(BrokerError):
     """An admin call would remove a topic or subscription that clients are connected to."""
 

@@ -7,7 +7,8 @@ namespace's loaded topics, the PIP-299 pause and the per-consumer unacked limit 
 once, retention at once (a trim runs), the message TTL at the next expiry check (every messageExpiryCheckIntervalInMinutes), the
 subscription types at the next SUBSCRIBE, the schema compatibility strategy and
 isAllowAutoUpdateSchema at the next schema,
-delayed delivery for dispatchers created afterwards.
+delayed delivery for dispatchers created afterwards, the limits on topics, producers and
+consumers (broker/limits.py) at the next creation.
 Source: Pulsar Policies, NamespacesBase, PersistentTopic.updateBrokerSubscriptionTypesEnabled /
 checkMessageExpiry / isDeduplicationEnabled.
 """
@@ -117,6 +118,9 @@ POLICIES = {
     "isAllowAutoUpdateSchema": Policy("is_allow_auto_update_schema", _bool),
     "replication": Policy("replication_clusters", _cluster_names),
     "backlogQuota": Policy("backlog_quota_map", _backlog_quotas),
+    "maxTopicsPerNamespace": Policy("max_topics_per_namespace", _int_at_least(0)),
+    "maxProducersPerTopic": Policy("max_producers_per_topic", _int_at_least(0)),
+    "maxConsumersPerSubscription": Policy("max_consumers_per_subscription", _int_at_least(0)),
 }
 
 
@@ -205,6 +209,19 @@ class NamespacePolicies:
     def allow_auto_update_schema(self, namespace: str) -> bool:
         """Whether producers may add schema versions (isAllowAutoUpdateSchemaEnabled)."""
         return self._effective(namespace, "isAllowAutoUpdateSchema", self.broker.config.is_allow_auto_update_schema_enabled)
+
+    def max_topics_per_namespace(self, namespace: str) -> int:
+        """0 = no limit (maxTopicsPerNamespace)."""
+        return self._effective(namespace, "maxTopicsPerNamespace", self.broker.config.max_topics_per_namespace)
+
+    def max_producers_per_topic(self, namespace: str) -> int:
+        """0 = no limit (maxProducersPerTopic)."""
+        return self._effective(namespace, "maxProducersPerTopic", self.broker.config.max_producers_per_topic)
+
+    def max_consumers_per_subscription(self, namespace: str) -> int:
+        """0 = no limit (maxConsumersPerSubscription)."""
+        return self._effective(namespace, "maxConsumersPerSubscription",
+                               self.broker.config.max_consumers_per_subscription)
 
     def delayed_delivery(self, namespace: str) -> tuple[bool, int]:
         """(active, tick time in ms) (delayedDeliveryEnabled, delayedDeliveryTickTimeMillis)."""

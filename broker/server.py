@@ -21,11 +21,13 @@ from minipulsar.broker.backlog_quota import BacklogQuotas
 from minipulsar.broker.config import PORT_OFF, BrokerConfig, apply_setting
 from minipulsar.broker.connection import ServerConnection
 from minipulsar.broker.errors import NotAllowedError, ServiceNotReadyError, TopicNotFoundError
+from minipulsar.broker.limits import ConnectionLimits, TopicLimits
 from minipulsar.broker.listeners import AdvertisedListeners
 from minipulsar.broker.metadata_store import MetadataStore
 from minipulsar.broker.namespace_policies import NamespacePolicies
 from minipulsar.broker.namespaces import Namespaces
 from minipulsar.broker.non_persistent_topic import NonPersistentTopic
+from minipulsar.broker.publish_buffer import PublishBuffer
 from minipulsar.broker.schema_registry import SchemaRegistry
 from minipulsar.broker.security.service import BrokerSecurity
 from minipulsar.broker.replication import BrokerReplication
@@ -57,6 +59,9 @@ class Broker:
         self.security = BrokerSecurity(config, self.namespaces, self.metadata)
         self._tls_server: asyncio.base_events.Server | None = None
         self.connections: set[ServerConnection] = set()
+        self.connection_limits = ConnectionLimits(config.broker_max_connections, config.broker_max_connections_per_ip)
+        self.publish_buffer = PublishBuffer(config.max_message_publish_buffer_size_in_mb << 20, self.connections)
+        self.limits = TopicLimits(self)
         self._topic_locks: dict[str, asyncio.Lock] = {}
         self._server: asyncio.base_events.Server | None = None
         self._keepalive: asyncio.Task | None = None
@@ -286,6 +291,8 @@ class Broker:
             self.namespaces.check(name)
         if not exists and not explicit and not (create and self.config.allow_auto_topic_creation):
             raise TopicNotFoundError(f"Topic {name} does not exist")
+        if not exists and not self._listed_partition(name):
+            self.limits.check_new_topics(name, 1)  # TopicQuotaError
         ledger = await self.factory.open(name.storage_name, self.policies.retention(name.namespace_name))
         topic = PersistentTopic(self, name, ledger)
         await topic.initialize()
@@ -303,6 +310,7 @@ class Broker:
         self.namespaces.check(name)
         config = self.config
         if config.allow_auto_topic_creation and config.allow_auto_topic_creation_type == "partitioned":
+            self.limits.check_new_topics(name, config.default_num_partitions)  # TopicQuotaError
             self.metadata.data.setdefault("partitioned", {})[str(name)] = config.default_num_partitions
             await self.metadata.save()
             log.info("created partitioned topic %s with %d partitions", name, config.default_num_partitions)
@@ -314,6 +322,10 @@ class Broker:
         if name.partition_index >= 0:
             return 0
         return self.metadata.data.get("partitioned", {}).get(str(name), 0)
+
+    def _listed_partition(self, name: TopicName) -> bool:
+        """A partition its partitioned topic's metadata already counts (list_topics lists it)."""
+        return 0 <= name.partition_index < self.partition_count(name.partitioned_topic_name)
 
     def list_topics(self, namespace: str, domain: str = "persistent") -> list[str]:
         """Topics of namespace ('tenant/ns') in domain ("persistent": those stored; "non-persistent":

@@ -57,13 +57,15 @@ class LastMessageId(NamedTuple):
 def check_admission(subscription, consumer: "Consumer") -> None:
     """May consumer join subscription (persistent or not: anything with name, topic, sub_type and
     consumers)? Raises NotAllowedError when the namespace does not enable the type
-    (subscriptionTypesEnabled), ConsumerBusyError when the type differs from the connected
-    consumers', a second Exclusive consumer, or Key_Shared settings that disagree, as in Pulsar."""
+    (subscriptionTypesEnabled), ConsumerBusyError when the subscription has
+    maxConsumersPerSubscription consumers, the type differs from the connected consumers', a second
+    Exclusive consumer, or Key_Shared settings that disagree, as in Pulsar."""
     sub_type = consumer.sub_type
     topic = subscription.topic
     type_name = SUB_TYPE_NAMES.get(sub_type, str(sub_type))
     if type_name not in topic.broker.policies.subscription_types_enabled(topic.name.namespace_name):
         raise NotAllowedError(f"Topic[{topic.name}] doesn't support {type_name} sub type!")
+    topic.broker.limits.check_consumer_room(subscription)  # maxConsumersPerSubscription
     consumers = subscription.consumers
     if not consumers:
         return

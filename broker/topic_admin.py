@@ -103,6 +103,7 @@ class TopicAdmin:
             raise PartitionCountError(f"Number of partitions should be more than 0, not {partitions}")
         if str(name) in self._partitioned or self.exists(name):
             raise TopicExistsError(f"This topic already exists: {name}")
+        self.broker.limits.check_new_topics(name, partitions)  # TopicQuotaError
         self._partitioned[str(name)] = partitions
         await self.broker.metadata.save()
         log.info("created partitioned topic %s with %d partitions", name, partitions)
@@ -115,6 +116,7 @@ class TopicAdmin:
         if partitions <= current:
             raise PartitionCountError(f"Number of new partitions must be greater than existing number of partitions "
                                   f"({partitions} <= {current})")
+        self.broker.limits.check_new_topics(name, partitions - current)  # TopicQuotaError
         self._partitioned[str(name)] = partitions
         await self.broker.metadata.save()
 

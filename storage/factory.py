@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import functools
 import hashlib
 import logging
 import os
@@ -51,7 +52,7 @@ class ManagedLedgerFactory:
         self.data_dir = os.fspath(data_dir)
         self.config = config
         self._ledgers: dict[str, ManagedLedger] = {}
-        self._opening: dict[str, asyncio.Future] = {}
+        self._opening: dict[str, asyncio.Task] = {}
         self._lock_fd: int | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._cache_budget = CacheBudget(config)  # managedLedgerCacheSizeMB across every ledger
@@ -92,21 +93,20 @@ class ManagedLedgerFactory:
         self._check_started()
         if name in self._ledgers:
             return self._ledgers[name]
-        if name in self._opening:
-            return await asyncio.shield(self._opening[name])
-        fut = asyncio.get_running_loop().create_future()
-        self._opening[name] = fut
-        try:
-            ml = await self._open_new(name, retention)
-        except BaseException as exc:
-            fut.set_exception(exc)
-            fut.exception()  # mark retrieved: the caller below re-raises it
-            raise
-        finally:
-            del self._opening[name]
-        self._ledgers[name] = ml
-        fut.set_result(ml)
-        return ml
+        task = self._opening.get(name)
+        if task is None:
+            # A task of its own, awaited through a shield: a caller that is cancelled (its client
+            # hung up) must not abandon the opening half-way while the next caller starts a second
+            # one on the same folder.
+            task = asyncio.get_running_loop().create_task(self._open_new(name, retention))
+            self._opening[name] = task
+            task.add_done_callback(functools.partial(self._opened, name))
+        return await asyncio.shield(task)
+
+    def _opened(self, name: str, task: asyncio.Task) -> None:
+        del self._opening[name]
+        if not task.cancelled() and task.exception() is None:  # exception(): retrieved, so never "unretrieved"
+            self._ledgers[name] = task.result()
 
     async def _open_new(self, name: str, retention: tuple[int, int] | None) -> ManagedLedger:
         folder = self._folder(name)
@@ -165,6 +165,8 @@ class ManagedLedgerFactory:
         """Close every open ledger (persisting cursors) and release the data dir lock."""
         if self._lock_fd is None:
             return
+        if self._opening:  # openings in flight finish first, so their ledgers are closed below
+            await asyncio.wait(list(self._opening.values()))
         for ml in list(self._ledgers.values()):
             try:
                 await ml.close()

@@ -13,7 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from minipulsar.broker.access_modes import MODE_NAMES
-from minipulsar.broker.errors import BrokerError, NotAllowedError
+from minipulsar.broker.errors import BrokerError, NotAllowedError, ServiceNotReadyError
 from minipulsar.broker.message_id import INT64_MAX
 from minipulsar.broker.producer import PendingPublish, Producer
 from minipulsar.broker.replication.misdirection import check_replicator_producer
@@ -32,12 +32,26 @@ Type = api.BaseCommand.Type
 
 
 async def handle_producer(conn: "ServerConnection", frame: Frame) -> None:
+    """PRODUCER_SUCCESS once the producer is attached (again at once for a producer id the
+    connection has); ServiceNotReady while an earlier PRODUCER with the same producer id is still
+    being handled (a second producer would orphan the first), as Pulsar's ServerCnx answers."""
     request = frame.command.producer
     existing = conn.producers.get(request.producer_id)
     if existing is not None:
         # A retried PRODUCER for a producer that already exists on this connection: same answer.
         _send_producer_success(conn, request.request_id, existing)
         return
+    in_flight = conn.creating_producers
+    if request.producer_id in in_flight:
+        raise ServiceNotReadyError("Producer is already present on the connection")
+    in_flight.add(request.producer_id)
+    try:
+        await _create_producer(conn, request)
+    finally:
+        in_flight.discard(request.producer_id)
+
+
+async def _create_producer(conn: "ServerConnection", request: api.CommandProducer) -> None:
     broker = conn.broker
     broker.security.check_produce(conn, TopicName.parse(request.topic))  # AuthorizationError
     check_replicator_producer(request.producer_name, broker.config.replicator_prefix, broker.config.cluster_name)
@@ -112,13 +126,13 @@ def handle_send(conn: "ServerConnection", frame: Frame) -> None:
         log.warning("%s: checksum mismatch on %s seq %d", conn.peer_address, producer, send.sequence_id)
         _send_error(conn, send, api.ChecksumError, "Checksum failed on the broker")
         return
-    conn.publish_started()
+    conn.publish_started(len(data))
     producer.publish(send.sequence_id, send.highest_sequence_id, send.num_messages, data)
 
 
 def _on_published(conn: "ServerConnection", producer: Producer, pending: PendingPublish) -> None:
     """SEND_RECEIPT (hand-encoded: the hot path) or SEND_ERROR for one publish, in send order."""
-    conn.publish_finished()
+    conn.publish_finished(pending.size)
     if pending.error is not None:
         log.error("%s: publish failed: %s", producer, pending.error)
         code = pending.error.server_error if isinstance(pending.error, BrokerError) else api.PersistenceError

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from minipulsar.broker.errors import (BrokerError, ConflictError, ConsumerBusyError, IncompatibleSchemaError, InvalidTopicNameError,
                                       NotAllowedError, PartitionCountError, SubscriptionNotFoundError, TopicBusyError,
-                                      TopicExistsError, TopicNotFoundError)
+                                      TopicExistsError, TopicNotFoundError, TopicQuotaError)
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,7 @@ _STATUS_OF = {
     IncompatibleSchemaError: 409,
     TopicExistsError: 409,
     TopicBusyError: 412,
+    TopicQuotaError: 412,
     PartitionCountError: 409,
     ConflictError: 409,
 }

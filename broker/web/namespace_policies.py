@@ -56,6 +56,9 @@ PATHS = (
                removable=False),
     PolicyPath("replication", "POST", {"type": "array", "items": {"type": "string"}},
                "the clusters the namespace replicates to", unset=[], removable=False),
+    PolicyPath("maxTopicsPerNamespace", "POST", _INT, "topics the namespace may hold (0: no limit)"),
+    PolicyPath("maxProducersPerTopic", "POST", _INT, "producers a topic may have (0: no limit)"),
+    PolicyPath("maxConsumersPerSubscription", "POST", _INT, "consumers a subscription may have (0: no limit)"),
 )
 
 

@@ -67,13 +67,7 @@ DEADLINE = 10.0  # seconds any single wait may take before it counts as a failur
 # Findings whose fix belongs in a file outside this change: the properties here let them pass, and
 # a strict xfail regression test (tests/fuzz/test_fuzz_regressions.py) pins each one, so the day it
 # is fixed that test passes, fails as XPASS, and its entry here is removed with its xfail mark.
-KNOWN_FINDINGS = {
-    "test_two_producers_with_one_producer_id_leave_no_producer_behind":
-        re.compile(r"^\S+: Producer\("),  # an orphan producer, as _orphans() describes it
-    "test_a_topic_load_abandoned_by_a_closed_connection_does_not_break_the_next_one":
-        re.compile(r"(?s)^minipulsar\.broker\.connection: \S+: handler for \w+ failed\n.*"
-                   r"in _prepare_folder\n.*FileNotFoundError: .*NAME\.tmp"),
-}
+KNOWN_FINDINGS: dict[str, "re.Pattern[str]"] = {}
 
 
 def _unknown(findings: list[str]) -> list[str]:

@@ -150,8 +150,6 @@ def test_two_subscribes_with_one_consumer_id_leave_no_consumer_behind(broker, to
     wait_for(lambda: not _attached(broker, topics), "every consumer of the closed connection to leave")
 
 
-@pytest.mark.xfail(strict=True, reason="handle_producer lets two PRODUCERs with one producer id create two "
-                   "producers and orphans the first (needs a fix in broker/handlers/producers.py)")
 def test_two_producers_with_one_producer_id_leave_no_producer_behind(broker, topic, wires):
     """Two PRODUCERs in flight at once with the same producer id (on two topics) both created a
     producer; the second replaced the first in the connection's map, so closing the connection left
@@ -198,9 +196,6 @@ def test_seek_right_after_unsubscribe_is_refused_not_an_internal_error(broker, t
     assert replies[3].type == Type.ERROR and replies[3].error.error == api.NotAllowedError, replies[3]
 
 
-@pytest.mark.xfail(strict=True, reason="ManagedLedgerFactory.open lets the executor work of an opening whose caller "
-                   "was cancelled run on while a second opening of the same ledger starts (needs a fix in "
-                   "storage/factory.py)")
 def test_a_topic_load_abandoned_by_a_closed_connection_does_not_break_the_next_one(broker, topic, wires):
     """PRODUCER for a new topic, then the connection hangs up while the topic's ledger folder is
     being prepared; a PRODUCER for the same topic from another connection started a second
