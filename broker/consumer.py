@@ -15,8 +15,6 @@ import math
 import time
 from typing import TYPE_CHECKING, Iterable
 
-from sortedcontainers import SortedDict
-
 from minipulsar.storage import Entry, Position
 
 if TYPE_CHECKING:
@@ -48,7 +46,9 @@ class Consumer:
         self.epoch = epoch
         self.metadata = metadata or {}
         self.permits = 0
-        self.pending_acks: SortedDict = SortedDict()  # Position -> (messages in the entry, sticky key hash)
+        # Position -> (messages in the entry, sticky key hash). A plain dict: every entry sent and
+        # every ack touches it, and only a cumulative ack needs the positions in order.
+        self.pending_acks: dict[Position, tuple[int, int]] = {}
         self.pending_hashes: collections.Counter = collections.Counter()  # sticky key hash -> pending entries
         self.dispatch_rate = DecayingRate()
         # Key_Shared settings from KeySharedMeta: mode (AUTO_SPLIT 0 / STICKY 1) and declared ranges.
@@ -179,7 +179,7 @@ class Consumer:
 
     def remove_pending_up_to(self, position: Position) -> None:
         """Drop pending acks at or below position (a cumulative ack)."""
-        for key in list(self.pending_acks.irange(maximum=position)):
+        for key in [key for key in self.pending_acks if key <= position]:
             self._drop(key)
 
     def take_pending(self, positions: Iterable[Position] | None = None) -> list[tuple[Position, int]]:

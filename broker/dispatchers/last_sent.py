@@ -34,8 +34,11 @@ class LastSentTracker:
         if position <= self.last_sent:
             return
         if position == self._next(self.last_sent):
-            self.last_sent = position  # the gap above the last sent position closes: fold
-            self._fold()
+            self.last_sent = position
+            if self.individually_sent:  # the gap below them closed: fold
+                self._fold()
+            # else positions acknowledged above (never sent by this dispatcher) fold at the next
+            # catch_up; until then the last sent position is lower, the safe side
         else:
             # Above a gap nothing can fold yet (the last fold left the position after the last
             # sent one unsent and unacknowledged); catch_up folds what acknowledgements opened.

@@ -141,11 +141,13 @@ class StickyKeyDispatcher(Dispatcher):
         return await self.cursor.read_entries(limit, self.max_read_bytes)
 
     def _replayable(self, limit: int) -> list[Position]:
-        """Positions in the redelivery set whose consumer could take them now, lowest first.
+        """Up to limit positions in the redelivery set whose consumer could take them now, in
+        position order.
 
         Works hash by hash (hashes in the order they started waiting), not entry by entry: the set
-        can hold many thousands of entries of blocked hashes. Within a hash it stops at the first
-        position that cannot go, so a key's order holds."""
+        can hold many thousands of entries of blocked hashes. Within a hash it takes a prefix,
+        stopping at the first position that cannot go, so a key's order holds; it stops at limit
+        rather than choosing more only to drop them (reads are small, the set may be large)."""
         budget = {c: c.permits for c in self.consumers if c.can_receive()}
         chosen: list[Position] = []
         for key_hash, positions in self.redelivery.hashes():
@@ -153,14 +155,14 @@ class StickyKeyDispatcher(Dispatcher):
             if consumer is None or budget.get(consumer, 0) <= 0:
                 continue
             for position in positions:
-                if budget[consumer] <= 0 or not self._allowed(consumer, position, key_hash):
+                if budget[consumer] <= 0 or len(chosen) >= limit or not self._allowed(consumer, position, key_hash):
                     break
                 budget[consumer] -= 1
                 chosen.append(position)
-            if not any(b > 0 for b in budget.values()):
+            if len(chosen) >= limit or not any(b > 0 for b in budget.values()):
                 break
         chosen.sort()
-        return chosen[:limit]
+        return chosen
 
     # ---- dispatching -----------------------------------------------------------------------
     def _redelivery_hash(self, info: EntryInfo) -> int:
