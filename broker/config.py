@@ -53,6 +53,7 @@ class BrokerConfig:
     max_topics_per_namespace: int = 0  # maxTopicsPerNamespace
     max_producers_per_topic: int = 0  # maxProducersPerTopic
     max_consumers_per_subscription: int = 0  # maxConsumersPerSubscription
+    max_concurrent_lookup_request: int = 50000  # maxConcurrentLookupRequest (past it: TooManyRequests)
     keep_alive_interval_seconds: int = 30  # keepAliveIntervalSeconds
     allow_auto_topic_creation: bool = True  # allowAutoTopicCreation
     allow_auto_topic_creation_type: str = "non-partitioned"  # allowAutoTopicCreationType
@@ -250,6 +251,7 @@ _VALIDATORS = {
     "maxTopicsPerNamespace": lambda v: v >= 0,
     "maxProducersPerTopic": lambda v: v >= 0,
     "maxConsumersPerSubscription": lambda v: v >= 0,
+    "maxConcurrentLookupRequest": lambda v: v >= 1,
     "dispatcherMaxReadBatchSize": lambda v: v >= 1,
     "keepAliveIntervalSeconds": lambda v: v >= 1,
     "subscriptionKeySharedConsistentHashingReplicaPoints": lambda v: v >= 1,

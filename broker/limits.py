@@ -10,7 +10,10 @@ Each refusal carries the error Pulsar gives for it, so clients behave as they do
 - maxProducersPerTopic: ProducerBusy "Topic reached max producers limit"; replicator producers
   are not counted (AbstractTopic.isProducersExceeded);
 - maxConsumersPerSubscription: ConsumerBusy "Subscription reached max consumers limit"
-  (AbstractTopic.isConsumersExceededOnSubscription).
+  (AbstractTopic.isConsumersExceededOnSubscription);
+- maxConcurrentLookupRequest: a PARTITIONED_METADATA past it is answered TooManyRequests "Failed
+  due to too many pending lookup requests", which clients retry (ServerCnx lookupSemaphore). LOOKUP
+  is answered at once here, so it never waits and never counts.
 0 turns a limit off (Pulsar's default). The last three are also namespace policies of those names.
 """
 from __future__ import annotations
@@ -51,6 +54,24 @@ class ConnectionLimits:
         self._by_host[host] -= 1
         if not self._by_host[host]:
             del self._by_host[host]
+
+
+class LookupPermits:
+    """Lookups being answered at once, broker-wide; limit: maxConcurrentLookupRequest."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.in_flight = 0
+
+    def try_acquire(self) -> bool:
+        """Take a permit; False (nothing taken) when limit lookups are in flight."""
+        if self.in_flight >= self.limit:
+            return False
+        self.in_flight += 1
+        return True
+
+    def release(self) -> None:
+        self.in_flight -= 1
 
 
 class TopicLimits:

@@ -21,7 +21,7 @@ from minipulsar.broker.backlog_quota import BacklogQuotas
 from minipulsar.broker.config import PORT_OFF, BrokerConfig, apply_setting
 from minipulsar.broker.connection import ServerConnection
 from minipulsar.broker.errors import NotAllowedError, ServiceNotReadyError, TopicNotFoundError
-from minipulsar.broker.limits import ConnectionLimits, TopicLimits
+from minipulsar.broker.limits import ConnectionLimits, LookupPermits, TopicLimits
 from minipulsar.broker.listeners import AdvertisedListeners
 from minipulsar.broker.metadata_store import MetadataStore
 from minipulsar.broker.namespace_policies import NamespacePolicies
@@ -62,6 +62,7 @@ class Broker:
         self.connection_limits = ConnectionLimits(config.broker_max_connections, config.broker_max_connections_per_ip)
         self.publish_buffer = PublishBuffer(config.max_message_publish_buffer_size_in_mb << 20, self.connections)
         self.limits = TopicLimits(self)
+        self.lookup_permits = LookupPermits(config.max_concurrent_lookup_request)
         self._topic_locks: dict[str, asyncio.Lock] = {}
         self._server: asyncio.base_events.Server | None = None
         self._keepalive: asyncio.Task | None = None

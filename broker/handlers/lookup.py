@@ -29,15 +29,23 @@ LookupResponse = api.CommandLookupTopicResponse
 
 
 async def handle_partitioned_metadata(conn: "ServerConnection", frame: Frame) -> None:
+    """TooManyRequests while maxConcurrentLookupRequest lookups are in flight (broker/limits.py)."""
     request = frame.command.partitionMetadata
     reply = MetadataResponse(request_id=request.request_id)
-    try:
-        name = TopicName.parse(request.topic)
-        conn.broker.security.check_lookup(conn, name, "Get Partition Metadata")  # AuthorizationError
-        reply.partitions = await conn.broker.partitions_of(name)
-        reply.response = MetadataResponse.Success
-    except BrokerError as exc:
-        reply.response, reply.error, reply.message = MetadataResponse.Failed, exc.server_error, str(exc)
+    permits = conn.broker.lookup_permits
+    if not permits.try_acquire():
+        reply.response, reply.error = MetadataResponse.Failed, api.TooManyRequests
+        reply.message = "Failed due to too many pending lookup requests"
+    else:
+        try:
+            name = TopicName.parse(request.topic)
+            conn.broker.security.check_lookup(conn, name, "Get Partition Metadata")  # AuthorizationError
+            reply.partitions = await conn.broker.partitions_of(name)
+            reply.response = MetadataResponse.Success
+        except BrokerError as exc:
+            reply.response, reply.error, reply.message = MetadataResponse.Failed, exc.server_error, str(exc)
+        finally:
+            permits.release()
     conn.send(api.BaseCommand(type=Type.PARTITIONED_METADATA_RESPONSE, partitionMetadataResponse=reply))
 
 

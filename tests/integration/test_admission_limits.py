@@ -9,6 +9,7 @@ import requests
 
 from minipulsar.proto import BROKER_INITIATED_REQUEST_ID
 from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.frames import encode_command
 from tests.integration.helpers import RawConnection, wait_for
 
 Type = api.BaseCommand.Type
@@ -153,3 +154,26 @@ def test_a_full_publish_buffer_pauses_reads_and_loses_nothing(broker_factory, to
         consumer.acknowledge(message)
     assert received == payloads
     client.close()
+
+
+def test_partitioned_metadata_past_max_concurrent_lookups_gets_too_many_requests(broker_factory, topic):
+    """Two PARTITIONED_METADATA in one write, each creating partitioned metadata (a write to disk):
+    with one lookup allowed in flight the second is answered TooManyRequests, which clients retry;
+    a third, sent after the first was answered, succeeds."""
+    broker = broker_factory(maxConcurrentLookupRequest=1, allowAutoTopicCreationType="partitioned")
+    conn = RawConnection(broker.url)
+    assert conn.connect().type == Type.CONNECTED
+
+    def metadata(request_id: int, name: str) -> bytes:
+        return encode_command(api.BaseCommand(type=Type.PARTITIONED_METADATA, partitionMetadata=api.CommandPartitionedTopicMetadata(
+            topic=name, request_id=request_id)))
+
+    conn.send_raw(metadata(1, topic + "-a") + metadata(2, topic + "-b"))
+    replies = {reply.partitionMetadataResponse.request_id: reply.partitionMetadataResponse
+               for reply in (conn.receive(), conn.receive())}
+    assert replies[1].response == api.CommandPartitionedTopicMetadataResponse.Success
+    assert replies[2].response == api.CommandPartitionedTopicMetadataResponse.Failed
+    assert replies[2].error == api.TooManyRequests
+    conn.send_raw(metadata(3, topic + "-b"))
+    assert conn.receive().partitionMetadataResponse.partitions == 1
+    conn.close()
