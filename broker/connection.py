@@ -321,8 +321,10 @@ class ServerConnection(asyncio.Protocol):
         if time.monotonic() - self._last_received < interval:
             return
         if self._ping_outstanding:
-            log.info("%s: no answer to PING for %.0f s; closing", self.peer_address, interval)
-            self.close()
+            # abort, not close: a close waits for the write buffer to drain, which a dead peer
+            # never lets happen, and the connection's producers would keep their names meanwhile.
+            log.info("%s: no answer to PING for %.0f s; aborting", self.peer_address, interval)
+            self.transport.abort()
             return
         self._ping_outstanding = True
         self.send(api.BaseCommand(type=Type.PING, ping=api.CommandPing()))

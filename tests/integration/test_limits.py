@@ -118,3 +118,42 @@ def test_startup_line_and_data_dir_lock(broker_process):
         cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert second.returncode != 0
     assert "lock" in second.stderr.lower() and str(first.data_dir) in second.stderr
+
+
+def test_a_peer_gone_silent_with_writes_pending_is_dropped_and_frees_its_producer(broker_factory, topic):
+    """A partition while the broker has MESSAGE frames queued for the client: the unanswered PING
+    must abort the connection (a close would wait for a write buffer that never drains), so its
+    producer name is free again for the client's reconnection."""
+    from tests.e2e.blackhole_proxy import BlackholeProxy
+
+    broker = broker_factory(keepAliveIntervalSeconds=1, connectionWriteHighWaterMarkBytes=64 * 1024)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proxy = BlackholeProxy(("127.0.0.1", port), ("127.0.0.1", int(broker.url.rsplit(":", 1)[1]))).start()
+    client = pulsar.Client(broker.url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        partitioned = RawConnection(proxy.url)
+        partitioned.connect()
+        partitioned.send(api.BaseCommand(type=Type.PRODUCER, producer=api.CommandProducer(
+            topic=topic, producer_id=1, request_id=1, producer_name="named")))
+        assert partitioned.receive().type == Type.PRODUCER_SUCCESS
+        partitioned.send(api.BaseCommand(type=Type.SUBSCRIBE, subscribe=api.CommandSubscribe(
+            topic=topic, subscription="s", subType=api.CommandSubscribe.Exclusive, consumer_id=1, request_id=2)))
+        assert partitioned.receive().type == Type.SUCCESS
+        partitioned.send(api.BaseCommand(type=Type.FLOW, flow=api.CommandFlow(consumer_id=1, messagePermits=1_000_000)))
+        wait_for(lambda: broker.subscription_stats(topic, "s")["consumers"][0]["availablePermits"] > 0, "the FLOW")
+        proxy.blackhole()
+        backlog = client.create_producer(topic, batching_enabled=True, block_if_queue_full=True)
+        for _ in range(4000):  # 16 MB for the silent consumer: more than the socket buffers hold
+            backlog.send_async(b"b" * 4096, None)
+        backlog.flush()
+        wait_for(lambda: broker.run(lambda: any(c.consumers and not c.is_writable() for c in broker.broker.connections)),
+                 "the broker's writes to the silent client to back up")
+        wait_for(lambda: broker.run(lambda: not any(c.consumers for c in broker.broker.connections)),
+                 "the unanswered PING to drop the connection", timeout=15)
+        client.create_producer(topic, producer_name="named").send(b"the name is free again")
+        partitioned.close()
+    finally:
+        proxy.stop()
+        client.close()
