@@ -54,6 +54,12 @@ class BrokerConfig:
     max_producers_per_topic: int = 0  # maxProducersPerTopic
     max_consumers_per_subscription: int = 0  # maxConsumersPerSubscription
     max_concurrent_lookup_request: int = 50000  # maxConcurrentLookupRequest (past it: TooManyRequests)
+    # ---- deleting inactive topics (broker/inactive_topics.py), Pulsar's defaults ----
+    broker_delete_inactive_topics_enabled: bool = True  # brokerDeleteInactiveTopicsEnabled
+    broker_delete_inactive_topics_frequency_seconds: int = 60  # brokerDeleteInactiveTopicsFrequencySeconds
+    broker_delete_inactive_topics_mode: str = "delete_when_no_subscriptions"  # brokerDeleteInactiveTopicsMode
+    # brokerDeleteInactiveTopicsMaxInactiveDurationSeconds; 0 = the frequency (Pulsar's unset value)
+    broker_delete_inactive_topics_max_inactive_duration_seconds: int = 0
     keep_alive_interval_seconds: int = 30  # keepAliveIntervalSeconds
     allow_auto_topic_creation: bool = True  # allowAutoTopicCreation
     allow_auto_topic_creation_type: str = "non-partitioned"  # allowAutoTopicCreationType
@@ -229,7 +235,8 @@ _FIELDS = {pulsar_key(f.name): f for f in dataclasses.fields(BrokerConfig) if f.
 DYNAMIC_KEYS = (
     "allowAutoTopicCreation", "allowAutoTopicCreationType", "defaultNumPartitions",
     "dispatcherMaxReadBatchSize", "dispatcherMaxReadSizeBytes", "dispatcherPauseOnAckStatePersistentEnabled",
-    "replicationProducerQueueSize",
+    "replicationProducerQueueSize", "brokerDeleteInactiveTopicsEnabled", "brokerDeleteInactiveTopicsFrequencySeconds",
+    "brokerDeleteInactiveTopicsMode", "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds",
 )
 # Matching ignores case and punctuation, so Pulsar's "defaultRetentionSizeInMB" and
 # MINIPULSAR_DEFAULT_RETENTION_SIZE_IN_MB both find their field.
@@ -252,6 +259,9 @@ _VALIDATORS = {
     "maxProducersPerTopic": lambda v: v >= 0,
     "maxConsumersPerSubscription": lambda v: v >= 0,
     "maxConcurrentLookupRequest": lambda v: v >= 1,
+    "brokerDeleteInactiveTopicsFrequencySeconds": lambda v: v >= 1,
+    "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds": lambda v: v >= 0,
+    "brokerDeleteInactiveTopicsMode": lambda v: v in ("delete_when_no_subscriptions", "delete_when_subscriptions_caught_up"),
     "dispatcherMaxReadBatchSize": lambda v: v >= 1,
     "keepAliveIntervalSeconds": lambda v: v >= 1,
     "subscriptionKeySharedConsistentHashingReplicaPoints": lambda v: v >= 1,

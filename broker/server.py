@@ -21,6 +21,7 @@ from minipulsar.broker.backlog_quota import BacklogQuotas
 from minipulsar.broker.config import PORT_OFF, BrokerConfig, apply_setting
 from minipulsar.broker.connection import ServerConnection
 from minipulsar.broker.errors import NotAllowedError, ServiceNotReadyError, TopicNotFoundError
+from minipulsar.broker.inactive_topics import InactiveTopics
 from minipulsar.broker.limits import ConnectionLimits, LookupPermits, TopicLimits
 from minipulsar.broker.listeners import AdvertisedListeners
 from minipulsar.broker.metadata_store import MetadataStore
@@ -63,6 +64,7 @@ class Broker:
         self.publish_buffer = PublishBuffer(config.max_message_publish_buffer_size_in_mb << 20, self.connections)
         self.limits = TopicLimits(self)
         self.lookup_permits = LookupPermits(config.max_concurrent_lookup_request)
+        self.inactive_topics = InactiveTopics(self)
         self._topic_locks: dict[str, asyncio.Lock] = {}
         self._server: asyncio.base_events.Server | None = None
         self._keepalive: asyncio.Task | None = None
@@ -147,6 +149,8 @@ class Broker:
                                          self.backlog_quotas.check_all, "backlog quota")),
             loop.create_task(self._every(lambda: self.config.broker_service_compaction_monitor_interval_in_seconds,
                                          self.compact_topics_over_threshold, "compaction threshold")),
+            loop.create_task(self._every(lambda: self.config.broker_delete_inactive_topics_frequency_seconds,
+                                         self.inactive_topics.check, "inactive topics")),
         ]
         await self.replication.start()
         port = self.config.broker_service_port if self._server is not None else self.config.broker_service_port_tls
