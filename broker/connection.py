@@ -10,13 +10,14 @@ drains. Handlers live in broker/handlers/, one module per group of commands.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from minipulsar.broker.background import BackgroundTasks
-from minipulsar.broker.errors import BrokerError
+from minipulsar.broker.errors import BrokerError, ServiceNotReadyError
 from minipulsar.broker.handlers import ROUTES
 from minipulsar.broker.publish_buffer import READ_PAUSE_REASON as PUBLISH_BUFFER_PAUSE
 from minipulsar.broker.security.tls_context import peer_certificate
@@ -69,11 +70,8 @@ class ServerConnection(asyncio.Protocol):
         self.auth: ConnectionAuth | None = None  # the role CONNECT authenticated (authenticationEnabled)
         self.producers: dict[int, Producer] = {}
         self.consumers: dict[int, Consumer] = {}
-        # Consumer ids whose SUBSCRIBE is still being handled: a second SUBSCRIBE with one of
-        # them is refused (it would create a second consumer and orphan the first), as Pulsar's
-        # ServerCnx does while the first consumer's future is pending.
-        self.subscribing: set[int] = set()
-        self.creating_producers: set[int] = set()  # the same for PRODUCER and producer ids
+        # Producer and consumer ids whose PRODUCER / SUBSCRIBE is still being handled (creating()).
+        self._creating: dict[str, set[int]] = {"Producer": set(), "Consumer": set()}
         self.pending_publishes = 0
         self.max_pending_publishes = config.max_pending_publish_requests_per_connection
         # Why reading is paused: "pending publishes" (this connection's cap) and/or the broker's
@@ -254,6 +252,20 @@ class ServerConnection(asyncio.Protocol):
                                       reachedEndOfTopic=api.CommandReachedEndOfTopic(consumer_id=consumer_id)))
 
     # ---- producers and consumers -----------------------------------------------------------
+    @contextlib.contextmanager
+    def creating(self, kind: str, handle_id: int) -> Iterator[None]:
+        """Around the creation of a "Producer" or "Consumer" with handle_id: a second PRODUCER or
+        SUBSCRIBE with that id meanwhile gets ServiceNotReadyError (it would create a second handle
+        and orphan the first), as Pulsar's ServerCnx answers while the first one's future is pending."""
+        in_flight = self._creating[kind]
+        if handle_id in in_flight:
+            raise ServiceNotReadyError(f"{kind} is already present on the connection")
+        in_flight.add(handle_id)
+        try:
+            yield
+        finally:
+            in_flight.discard(handle_id)
+
     def remove_producer(self, producer_id: int) -> None:
         """Forget a producer and close it (it leaves its topic)."""
         producer = self.producers.pop(producer_id, None)

@@ -6,7 +6,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from minipulsar.broker.consumer import Consumer
-from minipulsar.broker.errors import NotAllowedError, ServiceNotReadyError
+from minipulsar.broker.errors import NotAllowedError
 from minipulsar.broker.message_id import INT64_MAX, position_of, set_message_id
 from minipulsar.broker.topic import EARLIEST, is_system_cursor
 from minipulsar.broker.topic_name import TopicName
@@ -41,14 +41,8 @@ async def handle_subscribe(conn: "ServerConnection", frame: Frame) -> None:
     if _consumer(conn, request.consumer_id) is not None:
         conn.send_success(request.request_id)  # a retried SUBSCRIBE for a consumer we already have
         return
-    in_flight = conn.subscribing
-    if request.consumer_id in in_flight:
-        raise ServiceNotReadyError("Consumer is already present on the connection")
-    in_flight.add(request.consumer_id)
-    try:
+    with conn.creating("Consumer", request.consumer_id):  # ServiceNotReadyError
         await _subscribe(conn, request)
-    finally:
-        in_flight.discard(request.consumer_id)
 
 
 async def _subscribe(conn: "ServerConnection", request: api.CommandSubscribe) -> None:

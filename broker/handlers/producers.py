@@ -13,7 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from minipulsar.broker.access_modes import MODE_NAMES
-from minipulsar.broker.errors import BrokerError, NotAllowedError, ServiceNotReadyError
+from minipulsar.broker.errors import BrokerError, NotAllowedError
 from minipulsar.broker.message_id import INT64_MAX
 from minipulsar.broker.producer import PendingPublish, Producer
 from minipulsar.broker.replication.misdirection import check_replicator_producer
@@ -41,14 +41,8 @@ async def handle_producer(conn: "ServerConnection", frame: Frame) -> None:
         # A retried PRODUCER for a producer that already exists on this connection: same answer.
         _send_producer_success(conn, request.request_id, existing)
         return
-    in_flight = conn.creating_producers
-    if request.producer_id in in_flight:
-        raise ServiceNotReadyError("Producer is already present on the connection")
-    in_flight.add(request.producer_id)
-    try:
+    with conn.creating("Producer", request.producer_id):  # ServiceNotReadyError
         await _create_producer(conn, request)
-    finally:
-        in_flight.discard(request.producer_id)
 
 
 async def _create_producer(conn: "ServerConnection", request: api.CommandProducer) -> None:
