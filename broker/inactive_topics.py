@@ -31,11 +31,12 @@ MODES = ("delete_when_no_subscriptions", "delete_when_subscriptions_caught_up")
 
 
 class InactiveTopics:
-    """Remembers when each loaded topic was last seen active; check() deletes the expired ones."""
+    """check() deletes the loaded topics inactive for too long. A topic's `last_active`
+    (time.monotonic()) is set when it loads, when a producer or consumer leaves it (so clients
+    that come and go between two checks keep it), and by each check that finds it active."""
 
     def __init__(self, broker: "Broker"):
         self.broker = broker
-        self._last_active: dict[str, float] = {}  # topic name -> time.monotonic()
 
     def _max_inactive_seconds(self) -> int:
         config = self.broker.config
@@ -48,13 +49,12 @@ class InactiveTopics:
             return []
         now = time.monotonic()
         loaded = {**self.broker.topics, **self.broker.non_persistent_topics}
-        self._last_active = {name: seen for name, seen in self._last_active.items() if name in loaded}
         deleted = []
         for name, topic in loaded.items():
             if self._exempt(topic) or self._active(topic):
-                self._last_active[name] = now
+                topic.last_active = now
                 continue
-            inactive_for = now - self._last_active.setdefault(name, now)
+            inactive_for = now - topic.last_active
             if inactive_for > self._max_inactive_seconds() and not self._retained(topic, inactive_for):
                 if await self._delete(topic):
                     deleted.append(name)
@@ -84,7 +84,6 @@ class InactiveTopics:
         except BrokerError as exc:  # it became busy meanwhile, or went: the next check decides
             log.info("inactive topic %s not deleted: %s", topic.name, exc)
             return False
-        self._last_active.pop(str(topic.name), None)
         log.info("deleted topic %s: inactive for more than %d s (brokerDeleteInactiveTopicsEnabled)",
                  topic.name, self._max_inactive_seconds())
         return True

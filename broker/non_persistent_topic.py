@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from minipulsar.broker.access_modes import ProducerAccess
@@ -82,6 +83,7 @@ class NonPersistentSubscription:
     def remove_consumer(self, consumer: "Consumer") -> None:
         if self.dispatcher is not None:
             self.dispatcher.remove_consumer(consumer)
+        self.topic.last_active = time.monotonic()  # broker/inactive_topics.py
         if not self.consumers:
             self.topic.forget_subscription(self)
 
@@ -152,6 +154,7 @@ class NonPersistentTopic(TopicProducers):
         self.terminated_at = None
         self.msg_in_counter = 0
         self.bytes_in_counter = 0
+        self.last_active = time.monotonic()  # broker/inactive_topics.py
         self._receipt = asyncio.get_running_loop().create_future()
         self._receipt.set_result(None)
 

@@ -209,6 +209,7 @@ class Subscription:
         PersistentTopic.consumer_closed), a clean-up that outlives the consumer's connection."""
         if self.dispatcher is not None:
             self.dispatcher.remove_consumer(consumer)
+        self.topic.last_active = time.monotonic()  # broker/inactive_topics.py
         if not self.durable and not self.consumers:
             self.topic.broker.spawn(self.topic.consumer_closed(self))
 

@@ -57,6 +57,7 @@ class PersistentTopic(TopicProducers):
         self.terminated_at: Position | None = Position(*terminated) if terminated is not None else None
         self.msg_in_counter = 0  # messages and bytes published since the topic loaded (metrics)
         self.bytes_in_counter = 0
+        self.last_active = time.monotonic()  # broker/inactive_topics.py
         ledger.add_entry_listener(self._on_new_entries)
         for cursor_name, cursor in ledger.cursors.items():
             if not is_system_cursor(cursor_name, broker.replicator_prefix):

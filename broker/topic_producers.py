@@ -6,6 +6,7 @@ producer also leaves the topic's access-mode bookkeeping. Source: Pulsar Abstrac
 """
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from minipulsar.broker.errors import ProducerBusyError
@@ -22,6 +23,7 @@ class TopicProducers:
     producers: dict[str, "Producer"]
     access: "ProducerAccess"
     broker: "Broker"
+    last_active: float  # time.monotonic() when last seen in use (broker/inactive_topics.py)
 
     def add_producer(self, producer: "Producer") -> None:
         """Register producer; raises ProducerBusyError when its name is taken on this topic or the
@@ -36,4 +38,5 @@ class TopicProducers:
     def remove_producer(self, producer: "Producer") -> None:
         if self.producers.get(producer.name) is producer:
             del self.producers[producer.name]
+            self.last_active = time.monotonic()  # broker/inactive_topics.py
         self.access.removed(producer)

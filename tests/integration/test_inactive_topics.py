@@ -38,6 +38,26 @@ def test_a_topic_without_producers_or_subscriptions_is_deleted_and_the_others_st
     client.close()
 
 
+def test_producers_that_come_and_go_between_checks_keep_their_topic(broker_factory):
+    """Pulsar refreshes a topic's last-active time when a producer leaves: a sink that opens a
+    producer per batch must not lose its topic to a check that happens to fall between batches."""
+    broker = broker_factory(**SETTINGS)
+    client = pulsar.Client(broker.url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    intermittent, witness = _topic(), _topic()
+    for topic in (intermittent, witness):
+        client.create_producer(topic).close()
+
+    def a_batch_then_a_check() -> bool:
+        producer = client.create_producer(intermittent)
+        producer.send(b"batch")
+        producer.close()
+        return witness in _check(broker)
+
+    wait_for(a_batch_then_a_check, "the witness, idle since it was created, to be deleted")
+    assert _listed(broker, intermittent)
+    client.close()
+
+
 def test_caught_up_mode_deletes_a_topic_whose_subscriptions_have_no_backlog(broker_factory):
     broker = broker_factory(brokerDeleteInactiveTopicsMode="delete_when_subscriptions_caught_up", **SETTINGS)
     client = pulsar.Client(broker.url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
