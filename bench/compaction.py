@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,26 +21,7 @@ from pathlib import Path
 import pulsar
 import requests
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_broker(data_dir: Path, port: int, web_port: int) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(data_dir),
-                             "--broker-service-port", str(port), "--web-service-port", str(web_port),
-                             "--bind-address", "127.0.0.1", "--log-level", "WARNING"])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            requests.get(f"http://127.0.0.1:{web_port}/metrics", timeout=1)
-            return proc
-        except requests.ConnectionError:
-            time.sleep(0.1)  # start-up poll
-    proc.kill()
-    raise SystemExit("the broker did not start")
+from broker_process import start_broker  # the script's folder is on sys.path
 
 
 def produce(client: pulsar.Client, topic: str, messages: int, keys: int, size: int) -> float:
@@ -85,9 +64,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100, help="payload bytes")
     args = parser.parse_args()
     print("command:", shlex.join([sys.executable, *sys.argv]))
-    port, web_port = free_port(), free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        broker = start_broker(Path(tmp) / "data", port, web_port)
+        broker = start_broker(Path(tmp) / "data")
+        port, web_port = broker.port, broker.web_port
         client = pulsar.Client(f"pulsar://127.0.0.1:{port}", logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
         try:
             topic = f"persistent://public/default/compaction-bench-{uuid.uuid4().hex[:8]}"
@@ -99,8 +78,7 @@ def main() -> None:
             count, read_s = read_view(client, topic)
         finally:
             client.close()
-            broker.terminate()
-            broker.wait(30)
+            broker.stop()
     print(f"produced {args.messages:,} messages ({args.size} B, {args.keys:,} keys) in {produce_s:.1f} s; "
           f"topic {stored / 1e6:.1f} MB")
     print(f"compaction: {compact_s:.2f} s = {args.messages / compact_s:,.0f} msg/s, "

@@ -17,7 +17,6 @@ import argparse
 import shlex
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,33 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from minipulsar.proto import PulsarApi_pb2 as api  # noqa: E402
 from minipulsar.proto.frames import encode_command  # noqa: E402
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def rss_kib(pid: int) -> int:
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
-
-
-def start_broker(data_dir: Path, port: int, web_port: int) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(data_dir),
-                             "--broker-service-port", str(port), "--web-service-port", str(web_port),
-                             "--bind-address", "127.0.0.1", "--log-level", "WARNING"])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            requests.get(f"http://127.0.0.1:{web_port}/metrics", timeout=1)
-            return proc
-        except requests.ConnectionError:
-            time.sleep(0.1)  # start-up poll
-    proc.kill()
-    raise SystemExit("the broker did not start")
+from broker_process import rss_kib, start_broker  # noqa: E402  (the script's folder is on sys.path)
 
 
 def idle_topics(web: str, count: int) -> None:
@@ -118,9 +91,9 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10)
     args = parser.parse_args()
     print("command:", shlex.join([sys.executable, *sys.argv]))
-    port, web_port = free_port(), free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        broker = start_broker(Path(tmp) / "data", port, web_port)
+        broker = start_broker(Path(tmp) / "data")
+        port, web_port = broker.port, broker.web_port
         try:
             base = rss_kib(broker.pid)
             print(f"idle broker: {base / 1024:.1f} MiB")
@@ -141,8 +114,7 @@ def main() -> None:
                 print("steady workload RSS (s, MiB): " + ", ".join(f"{t:.0f}:{r / 1024:.1f}" for t, r in samples))
                 print(f"slope {slope_kib_per_minute(samples):+.0f} KiB/min over {args.minutes} min")
         finally:
-            broker.terminate()
-            broker.wait(30)
+            broker.stop()
 
 
 if __name__ == "__main__":
