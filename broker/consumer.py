@@ -173,9 +173,9 @@ class Consumer:
         self._unacked = 0
         self.blocked_on_unacked = False
 
-    def remove_pending(self, positions: Iterable[Position]) -> None:
-        for position in positions:
-            self._drop(position)
+    def remove_pending(self, positions: Iterable[Position]) -> list[Position]:
+        """Drop the pending acks of positions; returns those that were not pending here."""
+        return [position for position in positions if self._drop(position) is None]
 
     def remove_pending_up_to(self, position: Position) -> None:
         """Drop pending acks at or below position (a cumulative ack)."""

@@ -258,8 +258,13 @@ class Subscription:
         self.cursor.delete(positions)
         if self.batch_acks:
             self.batch_acks.discard(positions)
-        for other in self.consumers:
-            other.remove_pending(positions)
+        # The acknowledging consumer normally holds them all; the others only what it did not
+        # (an entry redelivered to another consumer meanwhile).
+        elsewhere = consumer.remove_pending(positions)
+        if elsewhere:
+            for other in self.consumers:
+                if other is not consumer:
+                    other.remove_pending(elsewhere)
         if self.dispatcher is not None:
             self.dispatcher.acknowledged(positions)
         self.topic.replication.on_mark_delete(self)
