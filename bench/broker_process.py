@@ -156,3 +156,13 @@ def wait_until_serving(broker: BrokerProcess, timeout: float = START_TIMEOUT_S) 
         except (requests.ConnectionError, OSError):
             time.sleep(0.1)  # start-up poll
     raise SystemExit("the broker did not start within %.0f s" % timeout)
+
+
+def slope_kib_per_minute(samples: list[tuple[float, int]]) -> float:
+    """Least-squares slope of (seconds, KiB) samples, in KiB per minute: growth as one number."""
+    n = len(samples)
+    mean_t = sum(t for t, _ in samples) / n
+    mean_r = sum(r for _, r in samples) / n
+    cov = sum((t - mean_t) * (r - mean_r) for t, r in samples)
+    var = sum((t - mean_t) ** 2 for t, _ in samples) or 1.0
+    return cov / var * 60

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from minipulsar.proto import PulsarApi_pb2 as api  # noqa: E402
 from minipulsar.proto.frames import encode_command  # noqa: E402
 
-from broker_process import rss_kib, start_broker  # noqa: E402  (the script's folder is on sys.path)
+from broker_process import rss_kib, slope_kib_per_minute, start_broker  # noqa: E402  (the script's folder is on sys.path)
 
 
 def idle_topics(web: str, count: int) -> None:
@@ -73,15 +73,6 @@ def steady_workload(url: str, pid: int, minutes: float) -> list[tuple[float, int
         samples.append((time.monotonic() - start, rss_kib(pid)))
     client.close()
     return samples
-
-
-def slope_kib_per_minute(samples: list[tuple[float, int]]) -> float:
-    n = len(samples)
-    mean_t = sum(t for t, _ in samples) / n
-    mean_r = sum(r for _, r in samples) / n
-    cov = sum((t - mean_t) * (r - mean_r) for t, r in samples)
-    var = sum((t - mean_t) ** 2 for t, _ in samples) or 1.0
-    return cov / var * 60
 
 
 def main() -> None:

@@ -60,7 +60,7 @@ import pulsar
 import requests
 
 from broker_process import (BrokerProcess, open_fds, peak_rss_kib, raise_nofile_limit, rss_kib,  # noqa: I001
-                            start_broker)
+                            slope_kib_per_minute, start_broker)
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.proto.frames import encode_command
 
@@ -122,15 +122,6 @@ class RssSampler:
     @property
     def peak(self) -> int:
         return max((rss for _, rss in self.samples), default=rss_kib(self.pid))
-
-
-def slope_kib_per_minute(samples: list[tuple[float, int]]) -> float:
-    n = len(samples)
-    mean_t = sum(t for t, _ in samples) / n
-    mean_r = sum(r for _, r in samples) / n
-    cov = sum((t - mean_t) * (r - mean_r) for t, r in samples)
-    var = sum((t - mean_t) ** 2 for t, _ in samples) or 1.0
-    return cov / var * 60
 
 
 def wait_until(predicate, what: str, timeout: float = 60) -> None:
