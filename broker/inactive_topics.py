@@ -1,7 +1,7 @@
 """Deleting inactive topics, as Pulsar's broker does by default (brokerDeleteInactiveTopicsEnabled).
 
 Every brokerDeleteInactiveTopicsFrequencySeconds (60) each loaded topic is checked. It is active
-while it has a producer or, by brokerDeleteInactiveTopicsMode:
+while it has a producer or a connected consumer or, by brokerDeleteInactiveTopicsMode:
 - delete_when_no_subscriptions (default): any subscription;
 - delete_when_subscriptions_caught_up: a subscription with a backlog.
 A topic inactive for brokerDeleteInactiveTopicsMaxInactiveDurationSeconds (0: the frequency, as
@@ -26,9 +26,6 @@ if TYPE_CHECKING:
     from minipulsar.broker.server import Broker
 
 log = logging.getLogger(__name__)
-
-MODES = ("delete_when_no_subscriptions", "delete_when_subscriptions_caught_up")
-
 
 class InactiveTopics:
     """check() deletes the loaded topics inactive for too long. A topic's `last_active`
@@ -68,10 +65,12 @@ class InactiveTopics:
         return topic.replication.active or COMPACTION_CURSOR in topic.ledger.cursors
 
     def _active(self, topic) -> bool:
-        if topic.producers:
+        """In use (a producer or a connected consumer: Pulsar's usage count), or kept by the mode."""
+        subscriptions = topic.subscriptions.values()
+        if topic.producers or any(subscription.consumers for subscription in subscriptions):
             return True
         if self.broker.config.broker_delete_inactive_topics_mode == "delete_when_subscriptions_caught_up":
-            return any(subscription.backlog > 0 for subscription in topic.subscriptions.values())
+            return any(subscription.backlog > 0 for subscription in subscriptions)
         return bool(topic.subscriptions)
 
     def _retained(self, topic, inactive_for: float) -> bool:
