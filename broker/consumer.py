@@ -15,6 +15,7 @@ import math
 import time
 from typing import TYPE_CHECKING, Iterable
 
+from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.storage import Entry, Position
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ class Consumer:
         # every ack touches it, and only a cumulative ack needs the positions in order.
         self.pending_acks: dict[Position, tuple[int, int]] = {}
         self.pending_hashes: collections.Counter = collections.Counter()  # sticky key hash -> pending entries
-        self.dispatch_rate = DecayingRate()
+        # Only Key_Failover's selector compares consumers by their recent dispatch rate.
+        self.dispatch_rate = DecayingRate() if sub_type == api.CommandSubscribe.Key_Failover else None
         # Key_Shared settings from KeySharedMeta: mode (AUTO_SPLIT 0 / STICKY 1) and declared ranges.
         self.key_shared_mode = 0
         self.hash_ranges: list[tuple[int, int]] = []
@@ -98,23 +100,31 @@ class Consumer:
         """Write a MESSAGE per (entry, message count, sticky key hash), with the entry's redelivery
         count; charge permits; keep them as pending acks until acknowledged or given back."""
         subscription = self.subscription
-        batch_acks = subscription.batch_acks
+        # Loop invariants hoisted: this runs for every entry dispatched.
+        batch_acks = subscription.batch_acks if subscription.batch_acks else None
+        counted = bool(redelivery)
         partition = subscription.topic.partition_index
+        send, consumer_id, epoch = self.connection.send_message, self.consumer_id, self.epoch
+        pending_acks, pending_hashes = self.pending_acks, self.pending_hashes
+        messages = size = 0
         for entry, num_messages, key_hash in entries:
-            ack_set = batch_acks.ack_set(entry.position) if batch_acks else None
+            position = entry.position
+            ack_set = batch_acks.ack_set(position) if batch_acks is not None else None
             if ack_set is not None:  # only the unacknowledged indexes of a partly acked batch go out
-                num_messages = batch_acks.unacked_count(entry.position, num_messages)
-            self.connection.send_message(self.consumer_id, entry, partition, redelivery.count(entry.position),
-                                         self.epoch, ack_set)
-            self.pending_acks[entry.position] = (num_messages, key_hash)
-            self.pending_hashes[key_hash] += 1
-            self._unacked += num_messages
-            self.permits -= num_messages
-            self.msg_out += num_messages
-            self.bytes_out += len(entry.data)
-            subscription.msg_out_counter += num_messages
-            subscription.bytes_out_counter += len(entry.data)
-            self.dispatch_rate.record(num_messages)
+                num_messages = batch_acks.unacked_count(position, num_messages)
+            send(consumer_id, entry, partition, redelivery.count(position) if counted else 0, epoch, ack_set)
+            pending_acks[position] = (num_messages, key_hash)
+            pending_hashes[key_hash] += 1
+            messages += num_messages
+            size += len(entry.data)
+        self._unacked += messages
+        self.permits -= messages
+        self.msg_out += messages
+        self.bytes_out += size
+        subscription.msg_out_counter += messages
+        subscription.bytes_out_counter += size
+        if self.dispatch_rate is not None:
+            self.dispatch_rate.record(messages)
         if self.max_unacked_messages and self._unacked >= self.max_unacked_messages:
             self.blocked_on_unacked = True
 
@@ -154,17 +164,29 @@ class Consumer:
             self.subscription.remove_consumer(self)
 
     def _drop(self, position: Position) -> tuple[int, int] | None:
+        value = self._drop_quietly(position)
+        if value is not None:
+            self._released(value[0])
+        return value
+
+    def _drop_quietly(self, position: Position) -> tuple[int, int] | None:
+        """Forget position's pending ack without unblocking: the caller calls _released."""
         value = self.pending_acks.pop(position, None)
         if value is not None:
-            key_hash = value[1]
-            self.pending_hashes[key_hash] -= 1
-            if not self.pending_hashes[key_hash]:
-                del self.pending_hashes[key_hash]
-            self._unacked -= value[0]
-            if self.blocked_on_unacked and self._unacked <= self.max_unacked_messages // 2:
-                self.blocked_on_unacked = False
-                self.subscription.consumer_flow(self)
+            hashes, key_hash = self.pending_hashes, value[1]
+            left = hashes[key_hash] - 1
+            if left:
+                hashes[key_hash] = left
+            else:
+                del hashes[key_hash]
         return value
+
+    def _released(self, messages: int) -> None:
+        """messages are no longer unacknowledged: unblock at half of maxUnackedMessagesPerConsumer."""
+        self._unacked -= messages
+        if self.blocked_on_unacked and self._unacked <= self.max_unacked_messages // 2:
+            self.blocked_on_unacked = False
+            self.subscription.consumer_flow(self)
 
     def clear_pending(self) -> None:
         """Forget every pending ack (the cursor was reset; nothing sent before counts)."""
@@ -175,7 +197,16 @@ class Consumer:
 
     def remove_pending(self, positions: Iterable[Position]) -> list[Position]:
         """Drop the pending acks of positions; returns those that were not pending here."""
-        return [position for position in positions if self._drop(position) is None]
+        missing, released = [], 0
+        for position in positions:  # every acknowledgement: one loop, one unblock check
+            value = self._drop_quietly(position)
+            if value is None:
+                missing.append(position)
+            else:
+                released += value[0]
+        if released:
+            self._released(released)
+        return missing
 
     def remove_pending_up_to(self, position: Position) -> None:
         """Drop pending acks at or below position (a cumulative ack)."""

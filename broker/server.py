@@ -20,6 +20,7 @@ from minipulsar.broker.background import BackgroundTasks
 from minipulsar.broker.backlog_quota import BacklogQuotas
 from minipulsar.broker.config import PORT_OFF, BrokerConfig, apply_setting
 from minipulsar.broker.connection import ServerConnection
+from minipulsar.broker.dispatchers.held_entries import HeldBudget
 from minipulsar.broker.errors import NotAllowedError, ServiceNotReadyError, TopicNotFoundError
 from minipulsar.broker.inactive_topics import InactiveTopics
 from minipulsar.broker.limits import ConnectionLimits, LookupPermits, TopicLimits
@@ -61,6 +62,8 @@ class Broker:
         self._tls_server: asyncio.base_events.Server | None = None
         self.connections: set[ServerConnection] = set()
         self.connection_limits = ConnectionLimits(config.broker_max_connections, config.broker_max_connections_per_ip)
+        # Entries dispatchers hold back for redelivery, kept parsed (broker/dispatchers/held_entries.py).
+        self.held_budget = HeldBudget(lambda: (self.config.managed_ledger_cache_size_mb << 20) // 2)
         self.publish_buffer = PublishBuffer(config.max_message_publish_buffer_size_in_mb << 20, self.connections)
         self.limits = TopicLimits(self)
         self.lookup_permits = LookupPermits(config.max_concurrent_lookup_request)

@@ -100,10 +100,14 @@ class ManagedCursor:
             batch = await self._ledger.read_entries(self._read, max_entries - len(out), budget)
             if not batch:
                 break
-            for entry in batch:
-                if not self.is_deleted(entry.position):
-                    out.append(entry)
-                    budget -= len(entry.data)
+            if self._none_deleted_from(batch[0].position):  # the usual case: one check per batch
+                out.extend(batch)
+                budget -= sum(len(entry.data) for entry in batch)
+            else:
+                for entry in batch:
+                    if not self.is_deleted(entry.position):
+                        out.append(entry)
+                        budget -= len(entry.data)
             self._read = max(self._read, self._ledger.next_valid_position(batch[-1].position))
             if out and budget <= 0:
                 break
@@ -133,6 +137,13 @@ class ManagedCursor:
         return self._ledger.previous_position(position)
 
     # -- acknowledgements ----------------------------------------------------
+    def _none_deleted_from(self, pos: Position) -> bool:
+        """True when no position >= ``pos`` is acknowledged (mark-delete below, no range above)."""
+        if pos <= self._md:
+            return False
+        # A range ending at pos holds pos: ask for ranges ending above the entry before it.
+        return not self._ranges or self._ranges.first_range_above(pos.previous_in_ledger()) is None
+
     def is_deleted(self, pos: Position) -> bool:
         """True when ``pos`` is at/below the mark-delete position or individually deleted."""
         return pos <= self._md or pos in self._ranges

@@ -18,7 +18,7 @@ import os
 import shutil
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from sortedcontainers import SortedDict
 
@@ -69,9 +69,9 @@ class LedgerInfo:
     sealed_at_ms: int
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One stored entry: its position and its opaque bytes."""
+class Entry(NamedTuple):
+    """One stored entry: its position and its opaque bytes. A NamedTuple: built for every entry
+    read, and a frozen dataclass costs several times more to construct."""
 
     position: Position
     data: bytes
@@ -470,6 +470,12 @@ class ManagedLedger:
         """Last entry id of ``info`` to read from ``first`` within the limits (``first - 1`` = none fits)."""
         offsets, n = info.offsets, info.entries
         stop = min(n, first + max_entries)
+        if stop <= first:
+            return first - 1
+        end = offsets[stop] if stop < n else info.end_offset
+        whole = end - offsets[first] - (stop - first) * segment.RECORD_OVERHEAD
+        if whole <= budget:  # the usual case: everything asked for fits, no need to size each entry
+            return stop - 1
         last = first - 1
         for i in range(first, stop):
             end = offsets[i + 1] if i + 1 < n else info.end_offset

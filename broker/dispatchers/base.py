@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Iterable
 from minipulsar.broker.delayed_delivery import DelayedDeliveryTracker
 from minipulsar.broker.dispatchers.redelivery import RedeliverySet
 from minipulsar.broker.dispatchers.redelivery_tracker import RedeliveryTracker
+from minipulsar.broker.dispatchers.held_entries import HeldEntries
 from minipulsar.broker.entry_info import EntryInfo, entry_info
 from minipulsar.storage import Entry, Position, StorageError
 
@@ -27,9 +28,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def _position_of(entry: Entry) -> Position:
+    return entry.position
+
+
 class Dispatcher:
     """Base dispatcher. consumers: in arrival order; redelivery: the RedeliverySet of positions
-    waiting to be sent again; redelivery_tracker: how often each position was redelivered."""
+    waiting to be sent again; redelivery_tracker: how often each position was redelivered;
+    held: entries of the redelivery set that were read and never sent, kept parsed for their replay."""
 
     pauses_on_ack_state = False  # PIP-299 applies to multi-consumer dispatchers only
     counts_redeliveries = True  # Pulsar disables the redelivery tracker of single-active dispatchers
@@ -43,6 +49,7 @@ class Dispatcher:
             self.counts_redeliveries and subscription.topic.broker.config.subscription_redelivery_tracker_enabled)
         self.max_read_entries = max_read_entries
         self.max_read_bytes = max_read_bytes
+        self.held = HeldEntries(subscription.topic.broker.held_budget)
         self._read_task: asyncio.Task | None = None
         self._generation = 0  # bumped by reset(): reads that started before it are discarded
         self._wanted = False  # a wake-up arrived while a read was running
@@ -94,16 +101,23 @@ class Dispatcher:
             self._forget(self.redelivery_tracker.at_most(position))
         self.on_acknowledged()
 
-    def _forget(self, positions: Iterable[Position]) -> None:
-        for position in positions:
-            self.redelivery.discard(position)
-        self.redelivery_tracker.remove(positions)
+    def _forget(self, positions: list[Position]) -> None:
+        # Every acknowledgement comes here; the three are usually empty, so test that first.
+        if self.redelivery:
+            for position in positions:
+                self.redelivery.discard(position)
+        if self.held:
+            for position in positions:
+                self.held.discard(position)
+        if self.redelivery_tracker:
+            self.redelivery_tracker.remove(positions)
 
     def reset(self) -> None:
         """Forget everything in flight (after a seek or cursor reset); reads started before are dropped."""
         self._generation += 1
         self.redelivery.clear()
         self.redelivery_tracker.clear()
+        self.held.clear()
         if self.delayed is not None:
             self.delayed.clear()
         for consumer in self.consumers:
@@ -111,6 +125,7 @@ class Dispatcher:
 
     def close(self) -> None:
         self.closed = True
+        self.held.clear()
         if self.delayed is not None:
             self.delayed.close()
         if self._read_task is not None:
@@ -198,16 +213,32 @@ class Dispatcher:
         return await self._replay(self.redelivery.pop_first(limit))
 
     async def _replay(self, positions: list[Position]) -> list[Entry]:
-        """The entries at positions that are still unacknowledged, in order; the counts of those
-        already acknowledged or trimmed are dropped."""
-        entries, skipped = await self.cursor.replay_entries(positions)
-        self.redelivery_tracker.remove(skipped)
-        return entries
+        """The entries at positions (ascending) that are still unacknowledged, in order: held
+        entries from memory, the others read again; the counts of those already acknowledged or
+        trimmed are dropped."""
+        held, to_read, gone = [], [], []
+        for position in positions:
+            entry = self.held.entry(position)
+            if entry is None:
+                to_read.append(position)
+            elif self.cursor.is_deleted(position):
+                self.held.discard(position)
+                gone.append(position)
+            else:
+                held.append(entry)
+        entries, skipped = await self.cursor.replay_entries(to_read) if to_read else ([], [])
+        self.redelivery_tracker.remove(skipped + gone)
+        if held and entries:
+            return sorted(held + entries, key=_position_of)
+        return held or entries
 
     def _dispatch_entries(self, entries: list[Entry]) -> None:
         infos = []
+        held = self.held
         for entry in entries:
-            info = entry_info(entry.data)
+            info = held.take_info(entry.position) if held else None
+            if info is None:
+                info = entry_info(entry.data)
             if info.is_marker:
                 self.subscription.on_marker(entry, info)
                 continue
@@ -221,8 +252,10 @@ class Dispatcher:
             self._dispatch(infos)
 
     def put_back(self, entries: Iterable[tuple[Entry, EntryInfo]], key_hash: int = 0) -> None:
-        """Entries that found no consumer wait in the redelivery set."""
-        self.redelivery.update((entry.position, key_hash) for entry, _ in entries)
+        """Entries that found no consumer wait in the redelivery set (and, parsed, in held)."""
+        for entry, info in entries:
+            self.redelivery.add(entry.position, key_hash)
+            self.held.keep(entry, info)
 
     # ---- subclass hooks --------------------------------------------------------------------
     def matches(self, consumer: "Consumer") -> bool:

@@ -31,9 +31,12 @@ class LastSentTracker:
 
     def mark_sent(self, position: Position) -> None:
         """Record that position went to a consumer."""
-        if position <= self.last_sent:
+        last = self.last_sent
+        if position <= last:
             return
-        if position == self._next(self.last_sent):
+        # The entry right after last in its ledger needs no ledger lookup (this runs per entry sent).
+        if (position.ledger_id == last.ledger_id and position.entry_id == last.entry_id + 1) \
+                or position == self._next(last):
             self.last_sent = position
             if self.individually_sent:  # the gap below them closed: fold
                 self._fold()

@@ -149,17 +149,25 @@ class StickyKeyDispatcher(Dispatcher):
         stopping at the first position that cannot go, so a key's order holds; it stops at limit
         rather than choosing more only to drop them (reads are small, the set may be large)."""
         budget = {c: c.permits for c in self.consumers if c.can_receive()}
+        receiving = len(budget)  # consumers with budget left
         chosen: list[Position] = []
+        owners, allowed = self._owners, self._allowed
+        # Runs on every read while entries wait, over every waiting hash: the owner comes from the
+        # memo directly, and hashes whose owner cannot take anything cost one dict lookup.
         for key_hash, positions in self.redelivery.hashes():
-            consumer = self._owner(key_hash)
-            if consumer is None or budget.get(consumer, 0) <= 0:
+            consumer = owners[key_hash] if key_hash in owners else self._owner(key_hash)
+            left = budget.get(consumer, 0)
+            if left <= 0:
                 continue
             for position in positions:
-                if budget[consumer] <= 0 or len(chosen) >= limit or not self._allowed(consumer, position, key_hash):
+                if left <= 0 or len(chosen) >= limit or not allowed(consumer, position, key_hash):
                     break
-                budget[consumer] -= 1
+                left -= 1
                 chosen.append(position)
-            if len(chosen) >= limit or not any(b > 0 for b in budget.values()):
+            budget[consumer] = left
+            if left <= 0:
+                receiving -= 1
+            if len(chosen) >= limit or receiving <= 0:
                 break
         chosen.sort()
         return chosen
@@ -183,21 +191,27 @@ class StickyKeyDispatcher(Dispatcher):
     def _dispatch(self, entries: list[tuple[Entry, EntryInfo]]) -> None:
         self.sent.catch_up(self.cursor.mark_delete_position)
         held_back: set[int] = set()
+        # Bound methods hoisted out of the loop: it runs for every entry dispatched.
+        slot, owner, allowed, mark_sent = self.selector.slot, self._owner, self._allowed, self.sent.mark_sent
+        waiting_below = None if self.allow_out_of_order else self.redelivery.has_hash_below
+        tracker = self.redelivery_tracker
         for entry, info in entries:
-            key_hash = self.selector.slot(murmur3_31(sticky_key(info.metadata)))
-            consumer = self._owner(key_hash)
+            position = entry.position
+            key_hash = slot(murmur3_31(sticky_key(info.metadata)))
+            consumer = owner(key_hash)
             if (
                 consumer is None
                 or not consumer.can_receive()
                 or key_hash in held_back
-                or (not self.allow_out_of_order and self.redelivery.has_hash_below(key_hash, entry.position))
-                or not self._allowed(consumer, entry.position, key_hash)
+                or (waiting_below is not None and waiting_below(key_hash, position))
+                or not allowed(consumer, position, key_hash)
             ):
                 held_back.add(key_hash)
-                self.redelivery.add(entry.position, key_hash)
+                self.redelivery.add(position, key_hash)
+                self.held.keep(entry, info)
                 continue
-            consumer.send_messages(((entry, info.num_messages, key_hash),), self.redelivery_tracker)
-            self.sent.mark_sent(entry.position)
+            consumer.send_messages(((entry, info.num_messages, key_hash),), tracker)
+            mark_sent(position)
 
     # ---- stats -----------------------------------------------------------------------------
     def stats(self) -> dict:

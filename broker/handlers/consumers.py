@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from minipulsar.broker.consumer import Consumer
 from minipulsar.broker.errors import NotAllowedError
-from minipulsar.broker.message_id import INT64_MAX, position_of, set_message_id
+from minipulsar.broker.message_id import INT64_MAX, acked_entries, position_of, set_message_id
 from minipulsar.broker.topic import EARLIEST, is_system_cursor
 from minipulsar.broker.topic_name import TopicName
 from minipulsar.proto import PulsarApi_pb2 as api
@@ -110,7 +110,7 @@ def handle_ack(conn: "ServerConnection", frame: Frame) -> None:
         if ack.HasField("validation_error"):
             log.warning("%s: %s discarded a message: %s", conn.peer_address, consumer,
                         api.CommandAck.ValidationError.Name(ack.validation_error))
-        acks = [(position_of(m), list(m.ack_set)) for m in ack.message_id]
+        acks = acked_entries(ack.message_id)
         consumer.subscription.acknowledge_message_ids(consumer, acks, ack.ack_type == api.CommandAck.Cumulative)
     if ack.HasField("request_id"):
         conn.send(api.BaseCommand(type=Type.ACK_RESPONSE, ackResponse=api.CommandAckResponse(
