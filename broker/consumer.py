@@ -86,6 +86,15 @@ class Consumer:
         on unacknowledged messages."""
         return not self.closed and self.permits > 0 and not self.blocked_on_unacked and self.connection.is_writable()
 
+    def dispatch_budget(self) -> int:
+        """Messages a dispatcher may send in one go now: 0 unless can_receive(), else the permits,
+        within what maxUnackedMessagesPerConsumer still allows (a batch may overdraw, as in Pulsar)."""
+        if not self.can_receive():
+            return 0
+        if self.max_unacked_messages:
+            return min(self.permits, self.max_unacked_messages - self._unacked)
+        return self.permits
+
     # ---- the door to the connection --------------------------------------------------------
     def flow(self, permits: int) -> None:
         """FLOW: the client grants `permits` more messages; the dispatcher may send again."""

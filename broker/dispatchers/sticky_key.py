@@ -191,17 +191,23 @@ class StickyKeyDispatcher(Dispatcher):
     def _dispatch(self, entries: list[tuple[Entry, EntryInfo]]) -> None:
         self.sent.catch_up(self.cursor.mark_delete_position)
         held_back: set[int] = set()
+        # Each consumer's MESSAGEs of this read leave together, as Pulsar sends per consumer per
+        # read; budget counts down its permits meanwhile. Deferring is safe for the ordering rules:
+        # a hash has one owner within the call, so no other consumer can take it before the send.
+        budget: dict[Consumer, int] = {}
+        outgoing: dict[Consumer, list[tuple[Entry, int, int]]] = {}
         # Bound methods hoisted out of the loop: it runs for every entry dispatched.
         slot, owner, allowed, mark_sent = self.selector.slot, self._owner, self._allowed, self.sent.mark_sent
         waiting_below = None if self.allow_out_of_order else self.redelivery.has_hash_below
-        tracker = self.redelivery_tracker
         for entry, info in entries:
             position = entry.position
             key_hash = slot(murmur3_31(sticky_key(info.metadata)))
             consumer = owner(key_hash)
+            if consumer is not None and consumer not in budget:
+                budget[consumer] = consumer.dispatch_budget()
             if (
                 consumer is None
-                or not consumer.can_receive()
+                or budget[consumer] <= 0
                 or key_hash in held_back
                 or (waiting_below is not None and waiting_below(key_hash, position))
                 or not allowed(consumer, position, key_hash)
@@ -210,8 +216,11 @@ class StickyKeyDispatcher(Dispatcher):
                 self.redelivery.add(position, key_hash)
                 self.held.keep(entry, info)
                 continue
-            consumer.send_messages(((entry, info.num_messages, key_hash),), tracker)
+            budget[consumer] -= info.num_messages
+            outgoing.setdefault(consumer, []).append((entry, info.num_messages, key_hash))
             mark_sent(position)
+        for consumer, batch in outgoing.items():
+            consumer.send_messages(batch, self.redelivery_tracker)
 
     # ---- stats -----------------------------------------------------------------------------
     def stats(self) -> dict:
