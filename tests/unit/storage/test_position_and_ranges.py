@@ -1,5 +1,6 @@
 """Positions and the (lower, upper] range set (Pulsar individualDeletedMessages)."""
-from hypothesis import given, strategies as st
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from minipulsar.storage import EARLIEST, Position, PositionRangeSet
 
@@ -93,9 +94,16 @@ def test_range_set_matches_a_plain_set(entries):
         assert up1 < lo2
 
 
+@pytest.fixture(params=[PositionRangeSet.LIST_LIMIT, 2], ids=["list", "sorted-list"])
+def list_limit(request, monkeypatch):
+    """Run with the default limit and with 2, so the SortedList form is exercised too."""
+    monkeypatch.setattr(PositionRangeSet, "LIST_LIMIT", request.param)
+
+
 @given(st.lists(st.tuples(st.sampled_from(["add", "range", "cut"]), st.integers(0, 2), st.integers(-1, 40),
                           st.integers(1, 6)), max_size=60))
-def test_range_set_operations_match_a_plain_set(operations):
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # the limit holds for every example
+def test_range_set_operations_match_a_plain_set(list_limit, operations):
     """Adds, range adds and remove_at_most over three ledgers, checked against a set of positions
     after every step: membership, entry count, range queries, and disjoint non-touching ranges."""
     rs, model = PositionRangeSet(), set()
