@@ -19,6 +19,7 @@ Functions here are blocking and run on the writer thread or an executor, never o
 from __future__ import annotations
 
 import logging
+import errno
 import os
 import struct
 import sys
@@ -142,6 +143,31 @@ def writev_all(fd: int, parts: list) -> None:
         # which raises the real OSError on the next write.
         write_all(fd, b"".join(chunk)[done:])
         i += len(chunk)
+
+
+IOV_MAX = 1024  # buffers one writev may take (Linux)
+# pwritev's RWF_DSYNC (Linux 4.7+): the write is durable when the call returns, as write + fdatasync.
+DSYNC_FLAG = getattr(os, "RWF_DSYNC", 0)
+
+
+def pwritev_all(fd: int, parts: list, offset: int, dsync: bool = False) -> None:
+    """Write ``parts`` at ``offset`` with os.pwritev in IOV_MAX slices; with ``dsync`` (one slice
+    and RWF_DSYNC available, else the caller must fdatasync) each call also syncs the data.
+    A short write (the disk filled) raises OSError(ENOSPC); the caller cuts the partial tail."""
+    flags = DSYNC_FLAG if dsync else 0
+    for i in range(0, len(parts), IOV_MAX):
+        chunk = parts[i:i + IOV_MAX]
+        want = sum(map(len, chunk))
+        done = os.pwritev(fd, chunk, offset, flags)
+        if done != want:
+            # What a plain write would raise next; nothing past the last synced record is kept.
+            raise OSError(errno.ENOSPC, f"short write: {done} of {want} bytes")
+        offset += want
+
+
+def syncs_inline(parts: list, sync: bool) -> bool:
+    """Whether pwritev_all(..., dsync=True) makes ``parts`` durable by itself (one call, flag known)."""
+    return sync and DSYNC_FLAG != 0 and len(parts) <= IOV_MAX
 
 
 def scan_segment(folder: str, ledger_id: int, cut_tail: bool) -> SegmentIndex:
