@@ -18,8 +18,8 @@ Functions here are blocking and run on the writer thread or an executor, never o
 """
 from __future__ import annotations
 
-import logging
 import errno
+import logging
 import os
 import struct
 import sys

@@ -5,8 +5,9 @@ for one ledger) only when no batch is in flight; appends arriving meanwhile queu
 the loop and form the next batch. Per batch the thread encodes every record and writes
 them at their offsets with ``os.pwritev``; with ``sync_data`` a one-ledger batch is written
 and synced by that one call (``RWF_DSYNC``, as write + ``fdatasync``), any other batch gets
-one ``fdatasync``. It reports back with ONE ``loop.call_soon_threadsafe``. Roll-over happens here too: a chunk for a new
-ledger seals the current segment (fdatasync + offset index) and creates the next one.
+one ``fdatasync``. It reports back with ONE ``loop.call_soon_threadsafe``. Roll-over happens
+here too: a chunk for a new ledger seals the current segment (fdatasync + offset index) and
+creates the next one.
 File deletion (trimming) is queued on the same thread so it never races a write.
 """
 from __future__ import annotations
@@ -132,7 +133,7 @@ class SegmentWriter:
                 # which at a steady publish rate cost more latency than the sync itself.
                 inline = len(chunks) == 1 and segment.syncs_inline(parts, self._sync)
                 segment.pwritev_all(self._fd, parts, self._cur.end_offset, dsync=inline)
-                needs_sync = self._sync and not inline
+                needs_sync = needs_sync or (self._sync and not inline)
                 self._cur.offsets.extend(offsets)
                 self._cur.end_offset = end
                 pending.append(ChunkResult(chunk.ledger_id, chunk.first_entry, offsets, end))
