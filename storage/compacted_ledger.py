@@ -20,7 +20,7 @@ import re
 import struct
 from .errors import LedgerCorruptionError
 from .position import Position
-from .segment import RECORD_HEADER, RECORD_OVERHEAD, encode_records, fsync_dir, record_crc, writev_all
+from .segment import RECORD_HEADER, RECORD_OVERHEAD, encode_records, fsync_dir, pwritev_all, record_crc
 
 MAGIC = b"MPCMP001"
 HEADER = struct.Struct("<8sq")
@@ -46,12 +46,13 @@ class CompactedLedgerWriter:
         self._tmp = self._final + ".tmp"
         self._fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self._offset = HEADER.size
-        writev_all(self._fd, [HEADER.pack(MAGIC, ledger_id)])
+        pwritev_all(self._fd, [HEADER.pack(MAGIC, ledger_id)], 0)
 
     def append(self, entries: list[tuple[Position, bytes]]) -> None:
         datas = [ORIGINAL_POSITION.pack(*position) + data for position, data in entries]
-        parts, _, self._offset = encode_records(datas, self._offset)
-        writev_all(self._fd, parts)
+        start = self._offset
+        parts, _, self._offset = encode_records(datas, start)
+        pwritev_all(self._fd, parts, start)
         self.count += len(datas)
 
     def finish(self) -> "CompactedLedger":

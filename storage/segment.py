@@ -128,23 +128,6 @@ def encode_records(datas: list[bytes], start_offset: int) -> tuple[list, array, 
     return parts, offsets, pos
 
 
-def writev_all(fd: int, parts: list) -> None:
-    """Write every buffer of ``parts`` with os.writev in IOV_MAX slices, handling short writes."""
-    i = 0
-    n_parts = len(parts)
-    while i < n_parts:
-        chunk = parts[i:i + 1024]
-        want = sum(map(len, chunk))
-        done = os.writev(fd, chunk)
-        if done == want:
-            i += len(chunk)
-            continue
-        # Short write (e.g. the disk filled mid-batch): finish the slice the slow way,
-        # which raises the real OSError on the next write.
-        write_all(fd, b"".join(chunk)[done:])
-        i += len(chunk)
-
-
 IOV_MAX = 1024  # buffers one writev may take (Linux)
 # pwritev's RWF_DSYNC (Linux 4.7+): the write is durable when the call returns, as write + fdatasync.
 DSYNC_FLAG = getattr(os, "RWF_DSYNC", 0)
