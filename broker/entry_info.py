@@ -11,6 +11,7 @@ are checked with HasField only when their tag bytes occur in the metadata at all
 from __future__ import annotations
 
 import struct
+from functools import partial
 from typing import NamedTuple
 
 from google.protobuf.message import DecodeError
@@ -40,6 +41,7 @@ class EntryInfo(NamedTuple):
 
 
 _UNPARSABLE = EntryInfo(1, 0, None, None)
+_make_info = partial(tuple.__new__, EntryInfo)  # EntryInfo((...)) without the NamedTuple's Python __new__
 
 
 def entry_info(data: bytes) -> EntryInfo:
@@ -55,7 +57,7 @@ def entry_info(data: bytes) -> EntryInfo:
         return _UNPARSABLE
     marker = metadata.marker_type if _MARKER_TAG in raw and metadata.HasField("marker_type") else None
     # num_messages_in_batch reads 0 when absent: an unbatched entry holds one message.
-    return EntryInfo(max(metadata.num_messages_in_batch, 1), metadata.publish_time, marker, metadata)
+    return _make_info((max(metadata.num_messages_in_batch, 1), metadata.publish_time, marker, metadata))
 
 
 def _metadata_bytes(data: bytes) -> bytes | None:

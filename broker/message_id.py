@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.storage import Position
+from minipulsar.storage.position import make_position
 
 INT64_MAX = (1 << 63) - 1
 _U64 = (1 << 64) - 1
@@ -29,7 +30,7 @@ def acked_entries(message_ids) -> list[tuple[Position, list[int]]]:
         if ledger_id > INT64_MAX or entry_id > INT64_MAX:
             position = position_of(message_id)
         else:
-            position = Position(ledger_id, entry_id)
+            position = make_position((ledger_id, entry_id))
         ack_set = message_id.ack_set
         acks.append((position, list(ack_set) if ack_set else _NO_ACK_SET))
     return acks

@@ -6,6 +6,7 @@ positions compare, sort and hash as plain tuples.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 
@@ -35,6 +36,10 @@ class Position(NamedTuple):
         """``(L, E-1)``: the open lower endpoint Pulsar uses for the range of this single entry."""
         return Position(self.ledger_id, self.entry_id - 1)
 
+
+make_position = partial(tuple.__new__, Position)
+"""``make_position((ledger_id, entry_id))``: the same Position without the NamedTuple's
+Python-level ``__new__`` (about twice as fast); for the paths that build one per entry."""
 
 EARLIEST = Position(-1, -1)
 """Sentinel for "start at the first retained entry" (Pulsar ``PositionImpl.EARLIEST``)."""

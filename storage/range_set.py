@@ -16,11 +16,12 @@ pathological ack pattern with millions of ranges still costs O(log n) per acknow
 from __future__ import annotations
 
 import bisect
-from typing import Iterable, Iterator
+from functools import partial
+from typing import Callable, Iterable, Iterator
 
 from sortedcontainers import SortedList
 
-from .position import Position
+from .position import Position, make_position as _position
 
 
 class _ListKeys(list):
@@ -28,8 +29,9 @@ class _ListKeys(list):
 
     __slots__ = ()
 
-    def bisect_left(self, key: Position) -> int:
-        return bisect.bisect_left(self, key)
+    def finder(self) -> Callable[[Position], int]:
+        """bisect_left without a Python frame per call (the range set's hot lookups use it)."""
+        return partial(bisect.bisect_left, self)
 
     def add(self, key: Position) -> None:
         bisect.insort(self, key)
@@ -42,6 +44,9 @@ class _ListKeys(list):
 class _TreeKeys(SortedList):
     """Sorted keys in a SortedList, once there are too many for a list."""
 
+    def finder(self) -> Callable[[Position], int]:
+        return self.bisect_left
+
     def replace(self, index: int, key: Position) -> None:
         del self[index]
         self.add(key)
@@ -52,10 +57,10 @@ class PositionRangeSet:
 
     LIST_LIMIT = 4096  # ranges kept in a plain sorted list; more move to a SortedList
 
-    __slots__ = ("_lowers", "_upper_of", "_lower_of", "_entries")
+    __slots__ = ("_lowers", "_find", "_upper_of", "_lower_of", "_entries")
 
     def __init__(self, ranges: Iterable[tuple[Position, Position]] = ()) -> None:
-        self._lowers: _ListKeys | _TreeKeys = _ListKeys()  # lower endpoints ascending
+        self._set_keys(_ListKeys())
         self._upper_of: dict[Position, Position] = {}  # lower -> upper
         self._lower_of: dict[Position, Position] = {}  # upper -> lower
         self._entries = 0  # number of entry ids covered
@@ -87,7 +92,7 @@ class PositionRangeSet:
 
     def range_containing(self, pos: Position) -> tuple[Position, Position] | None:
         """The ``(lower, upper]`` range holding ``pos``, or None."""
-        idx = self._lowers.bisect_left(pos) - 1  # the last range whose lower end is below pos
+        idx = self._find(pos) - 1  # the last range whose lower end is below pos
         if idx < 0:
             return None
         lower = self._lowers[idx]
@@ -96,14 +101,15 @@ class PositionRangeSet:
 
     def contains(self, pos: Position) -> bool:
         """True when some range has ``lower < pos <= upper``."""
-        return self.range_containing(pos) is not None
+        idx = self._find(pos) - 1  # range_containing's lookup, inlined: acks and replays ask this
+        return idx >= 0 and pos <= self._upper_of[self._lowers[idx]]
 
     __contains__ = contains
 
     def first_range_above(self, pos: Position) -> tuple[Position, Position] | None:
         """The lowest range whose upper end is > ``pos``, or None."""
         lowers = self._lowers
-        idx = lowers.bisect_left(pos)
+        idx = self._find(pos)
         if idx > 0:
             lower = lowers[idx - 1]
             upper = self._upper_of[lower]
@@ -120,26 +126,29 @@ class PositionRangeSet:
 
         Merging with a neighbour is found with dict lookups (the range ending just below ``pos``,
         the range starting just at it); only an isolated entry needs the sorted search."""
-        below = Position(pos.ledger_id, pos.entry_id - 1)
+        below = _position((pos[0], pos[1] - 1))
         upper_of, lower_of = self._upper_of, self._lower_of
         left_lower = lower_of.get(below)
         right_upper = upper_of.get(pos)
         if left_lower is None and right_upper is None:
-            if self.contains(pos):
+            # One search both tests containment and places the new range: no range starts at pos
+            # or at below (that one would hold pos), so below goes where pos would.
+            idx = self._find(pos)
+            if idx and pos <= upper_of[self._lowers[idx - 1]]:
                 return False
-            self._put(below, pos)
+            self._put(below, pos, idx)
             return True
         if right_upper is None:  # extends the range below at its upper end
             upper_of[left_lower] = pos
             del lower_of[below]
             lower_of[pos] = left_lower
         elif left_lower is None:  # extends the range above at its lower end: same place in the order
-            self._lowers.replace(self._lowers.bisect_left(pos), below)
+            self._lowers.replace(self._find(pos), below)
             del upper_of[pos]
             upper_of[below] = right_upper
             lower_of[right_upper] = below
         else:  # joins the two
-            del self._lowers[self._lowers.bisect_left(pos)]
+            del self._lowers[self._find(pos)]
             del upper_of[pos]
             del lower_of[below]
             upper_of[left_lower] = right_upper
@@ -154,7 +163,7 @@ class PositionRangeSet:
         if lower.ledger_id != upper.ledger_id:
             raise ValueError(f"range ({lower}, {upper}] crosses a ledger boundary")
         lowers = self._lowers
-        idx = lowers.bisect_left(lower)
+        idx = self._find(lower)
         if idx > 0 and self._upper_of[lowers[idx - 1]] >= lower:  # the range below touches or overlaps
             idx -= 1
         new_lower, new_upper = lower, upper
@@ -191,21 +200,30 @@ class PositionRangeSet:
 
     def clear(self) -> None:
         """Remove every range."""
-        self._lowers = _ListKeys()
+        self._set_keys(_ListKeys())
         self._upper_of.clear()
         self._lower_of.clear()
         self._entries = 0
 
-    def _put(self, lower: Position, upper: Position) -> None:
-        self._lowers.add(lower)
-        if len(self._lowers) > self.LIST_LIMIT and isinstance(self._lowers, _ListKeys):
-            self._lowers = _TreeKeys(self._lowers)
+    def _set_keys(self, lowers: _ListKeys | _TreeKeys) -> None:
+        self._lowers = lowers  # lower endpoints ascending
+        self._find = lowers.finder()
+
+    def _put(self, lower: Position, upper: Position, index: int | None = None) -> None:
+        """Insert (lower, upper]; index: where lower goes in the sorted keys, when known."""
+        lowers = self._lowers
+        if index is not None and type(lowers) is _ListKeys:
+            lowers.insert(index, lower)
+        else:
+            lowers.add(lower)
+        if len(lowers) > self.LIST_LIMIT and type(lowers) is _ListKeys:
+            self._set_keys(_TreeKeys(lowers))
         self._upper_of[lower] = upper
         self._lower_of[upper] = lower
         self._entries += upper.entry_id - lower.entry_id
 
     def _drop(self, lower: Position, upper: Position) -> None:
-        del self._lowers[self._lowers.bisect_left(lower)]
+        del self._lowers[self._find(lower)]
         del self._upper_of[lower]
         del self._lower_of[upper]
         self._entries -= upper.entry_id - lower.entry_id

@@ -58,22 +58,24 @@ class RedeliverySet:
         for position, key_hash in items:
             self.add(position, key_hash)
 
-    def discard(self, position: Position) -> None:
-        self._remove(position)
+    def discard(self, position: Position) -> int | None:
+        """Remove position; returns the hash it waited under, None when it was not here."""
+        key_hash = self._remove(position)
         if len(self._heap) > 2 * len(self._hash_of) + 1024:
             self._heap = list(self._hash_of)
             heapq.heapify(self._heap)
+        return key_hash
 
-    def _remove(self, position: Position) -> bool:
-        """Drop position from the dict and its hash's list (the heap forgets it lazily)."""
+    def _remove(self, position: Position) -> int | None:
+        """Drop position from the dict and its hash's list (the heap forgets it lazily); its hash."""
         key_hash = self._hash_of.pop(position, None)
         if key_hash is None:
-            return False
+            return None
         positions = self._by_hash[key_hash]
         del positions[bisect.bisect_left(positions, position)]
         if not positions:
             del self._by_hash[key_hash]
-        return True
+        return key_hash
 
     def pop_first(self, n: int) -> list[Position]:
         """Remove and return the n lowest positions."""
@@ -81,7 +83,7 @@ class RedeliverySet:
         heap = self._heap
         while heap and len(taken) < n:
             position = heapq.heappop(heap)
-            if self._remove(position):  # False: removed earlier, or a second copy of one taken
+            if self._remove(position) is not None:  # None: removed earlier, or a second copy of one taken
                 taken.append(position)
         return taken
 

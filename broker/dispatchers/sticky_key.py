@@ -53,6 +53,10 @@ class StickyKeyDispatcher(Dispatcher):
         self.look_ahead = look_ahead
         self.recently_joined: dict[Consumer, Position] = {}
         self._owners: dict[int, Consumer | None] = {}
+        # The slots of the positions a replay is taking, from the redelivery set, so _dispatch need
+        # not hash their keys again. A position's slot never changes within a dispatcher (one
+        # selector, and every hash in the redelivery set came from it), so a stale value is right too.
+        self._replay_slots: dict[Position, int] = {}
         self.sent = LastSentTracker(self.cursor.mark_delete_position, self.cursor.next_valid_position,
                                     self.cursor.is_deleted)
 
@@ -133,9 +137,10 @@ class StickyKeyDispatcher(Dispatcher):
     async def _read(self, limit: int) -> list[Entry]:
         replay = self._replayable(limit)
         if replay:
-            for position in replay:
-                self.redelivery.discard(position)
+            discard = self.redelivery.discard
+            self._replay_slots = {position: discard(position) for position in replay}
             return await self._replay(replay)
+        self._replay_slots = {}
         if not self._may_read_new():
             return []
         return await self.cursor.read_entries(limit, self.max_read_bytes)
@@ -199,9 +204,12 @@ class StickyKeyDispatcher(Dispatcher):
         # Bound methods hoisted out of the loop: it runs for every entry dispatched.
         slot, owner, allowed, mark_sent = self.selector.slot, self._owner, self._allowed, self.sent.mark_sent
         waiting_below = None if self.allow_out_of_order else self.redelivery.has_hash_below
+        known = self._replay_slots
         for entry, info in entries:
             position = entry.position
-            key_hash = slot(murmur3_31(sticky_key(info.metadata)))
+            key_hash = known.get(position) if known else None
+            if key_hash is None:
+                key_hash = slot(murmur3_31(sticky_key(info.metadata)))
             consumer = owner(key_hash)
             if consumer is not None and consumer not in budget:
                 budget[consumer] = consumer.dispatch_budget()

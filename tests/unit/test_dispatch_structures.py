@@ -32,8 +32,7 @@ def test_redelivery_set_matches_a_sorted_model(seed):
             model.setdefault(position, key_hash)
         elif op < 0.8:
             position = random_position(rng)
-            redelivery.discard(position)
-            model.pop(position, None)
+            assert redelivery.discard(position) == model.pop(position, None)  # the hash it waited under
         elif op < 0.9:
             n = rng.randrange(1, 6)
             expected = sorted(model)[:n]
