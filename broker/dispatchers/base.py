@@ -181,6 +181,10 @@ class Dispatcher:
                     continue
                 if entries:
                     self._dispatch_entries(entries)
+                    # A read served from the entry cache never suspends: without this the loop would
+                    # read on until every permit is spent, with FLOWs and acks (and every other topic)
+                    # waiting, so consumers would look out of permits that they have already granted.
+                    await asyncio.sleep(0)
                 elif before == (len(self.redelivery), self.cursor.read_position) and not self._wanted:
                     return  # no progress: wait for the next wake-up rather than spin
         except asyncio.CancelledError:

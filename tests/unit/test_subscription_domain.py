@@ -1,6 +1,8 @@
 """What handlers delegate to the subscription, reached without sockets: acknowledgements with
 batch-index ack sets, seek by message id and by publish time, the last message id, and the
 dispatcher's redelivery counts. A real topic, ledger and cursor (tests/unit/dispatch_harness.py)."""
+import asyncio
+
 import pytest
 
 from minipulsar.proto import PulsarApi_pb2 as api
@@ -116,3 +118,19 @@ async def test_redelivery_counts_grow_on_redelivery_and_go_with_the_ack(make_har
     assert consumer.connection.received == [position] * 3 and tracker.count(position) == 2
     subscription.acknowledge(consumer, [position])
     assert tracker.count(position) == 0 and len(tracker) == 0
+
+
+async def test_reads_served_from_the_entry_cache_let_the_event_loop_run_between_them(make_harness):
+    """A read the tail cache serves never suspends; the read loop yields after each one, so FLOWs,
+    acks and other topics are handled between reads, not once every permit is spent."""
+    harness = await make_harness()
+    for _ in range(300):
+        await publish(harness)
+    subscription = await harness.subscription()
+    consumer = harness.consumer(subscription, "c1", EXCLUSIVE, permits=1000)
+    subscription.add_consumer(consumer)  # starts the read loop: its first step runs before ours
+    received_when_we_ran = []
+    asyncio.get_running_loop().call_soon(lambda: received_when_we_ran.append(len(consumer.connection.received)))
+    await settle(subscription.dispatcher)
+    assert received_when_we_ran == [100]  # one read of dispatcherMaxReadBatchSize, then our turn
+    assert len(consumer.connection.received) == 300
