@@ -68,7 +68,9 @@ class Broker:
         self.limits = TopicLimits(self)
         self.lookup_permits = LookupPermits(config.max_concurrent_lookup_request)
         self.inactive_topics = InactiveTopics(self)
-        self._topic_locks: dict[str, asyncio.Lock] = {}
+        # topic -> [its loading lock, coroutines using it]: one load per topic at a time; the slot
+        # goes when its last user does, so topics that come and go leave nothing behind.
+        self._topic_locks: dict[str, list] = {}
         self._server: asyncio.base_events.Server | None = None
         self._keepalive: asyncio.Task | None = None
         self._periodic: list[asyncio.Task] = []  # message expiry and backlog quota checks
@@ -276,11 +278,17 @@ class Broker:
             return topic
         if not self.running:
             raise ServiceNotReadyError("broker is shutting down")
-        lock = self._topic_locks.setdefault(key, asyncio.Lock())
-        async with lock:
-            topic = self.topics.get(key)
-            if topic is None:
-                topic = await self._load_topic(name, create, explicit)
+        slot = self._topic_locks.setdefault(key, [asyncio.Lock(), 0])
+        slot[1] += 1
+        try:
+            async with slot[0]:
+                topic = self.topics.get(key)
+                if topic is None:
+                    topic = await self._load_topic(name, create, explicit)
+        finally:
+            slot[1] -= 1
+            if not slot[1]:
+                del self._topic_locks[key]
         return topic
 
     def _non_persistent_topic(self, name: TopicName, create: bool, explicit: bool) -> NonPersistentTopic:

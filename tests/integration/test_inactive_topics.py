@@ -1,11 +1,13 @@
 """Inactive topics are deleted as Pulsar's brokerDeleteInactiveTopicsEnabled does
 (broker/inactive_topics.py), with the official client and the admin REST API. The checks are run
 by hand here (the broker's own period is set to an hour) so each test waits on their result."""
+import asyncio
 import uuid
 
 import pulsar
 import requests
 
+from minipulsar.broker.topic_name import TopicName
 from tests.integration.helpers import wait_for
 
 SETTINGS = {"brokerDeleteInactiveTopicsFrequencySeconds": 3600, "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds": 1}
@@ -22,6 +24,27 @@ def _listed(broker, topic: str) -> bool:
 
 def _check(broker) -> list:
     return broker.call(broker.broker.inactive_topics.check())
+
+
+def test_loading_topics_leaves_no_per_topic_lock_behind(broker_factory):
+    broker = broker_factory(**SETTINGS)
+    client = pulsar.Client(broker.url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    topics = [_topic() for _ in range(5)]
+    for name in topics:
+        client.create_producer(name).close()
+    assert broker.run(lambda: [name for name in topics if name in broker.broker.topics]) == topics
+    assert broker.run(lambda: dict(broker.broker._topic_locks)) == {}
+    client.close()
+
+
+def test_concurrent_loads_of_one_topic_open_it_once(broker):
+    async def load_ten_at_once():
+        name = TopicName.parse(_topic())
+        return await asyncio.gather(*(broker.broker.get_topic(name, create=True) for _ in range(10)))
+
+    loaded = broker.call(load_ten_at_once())
+    assert all(topic is loaded[0] for topic in loaded)
+    assert broker.run(lambda: dict(broker.broker._topic_locks)) == {}
 
 
 def test_a_topic_without_producers_or_subscriptions_is_deleted_and_the_others_stay(broker_factory):
