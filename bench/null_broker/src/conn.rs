@@ -1,6 +1,9 @@
 //! One client connection: read whatever arrived, answer every complete frame in it into one
 //! output buffer, write that buffer once. Coalescing this way turns a read holding hundreds of
 //! SENDs into a single write of their receipts, and a FLOW into one write of its messages.
+//! SEND_RECEIPTs may also wait up to `receipt_delay` for the receipts of later reads: at a steady
+//! unbatched rate each read holds one or two SENDs, and a receipt per read costs the client more
+//! (a wake-up and a callback hand-over each) than a broker's group commit does.
 
 use crate::frames::*;
 use crate::proto::{bytes_field, parse_command, put_bytes, put_uint, uints, Command};
@@ -9,6 +12,7 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Larger than the client's 5 MiB frame limit plus padding: anything bigger is garbage.
 const MAX_FRAME: usize = 6 * 1024 * 1024;
@@ -30,26 +34,62 @@ struct Session {
     next_receipt_entry: u64,
 }
 
+/// SEND_RECEIPTs written together once the oldest has waited `delay` (at once for a zero delay).
+struct HeldReceipts {
+    frames: Vec<u8>,
+    since: Option<Instant>,
+    delay: Duration,
+}
+
+impl HeldReceipts {
+    /// How long the next read may block: None = until input arrives (nothing held).
+    fn read_timeout(&self) -> Option<Duration> {
+        self.since.map(|since| self.delay.saturating_sub(since.elapsed()))
+    }
+
+    fn write_to(&mut self, stream: &mut TcpStream) -> io::Result<()> {
+        if !self.frames.is_empty() {
+            stream.write_all(&self.frames)?;
+            self.frames.clear();
+        }
+        self.since = None;
+        Ok(())
+    }
+}
+
 /// Answer one client until it disconnects (Ok) or sends something unparseable (Err).
-pub fn serve(mut stream: TcpStream, topic: Arc<Topic>, batched: bool) -> io::Result<()> {
+pub fn serve(mut stream: TcpStream, topic: Arc<Topic>, batched: bool, receipt_delay: Duration) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let mut session = Session::new(&stream, topic, batched)?;
     let mut input = vec![0u8; READ_CHUNK];
     let mut filled = 0;
     let mut out = Vec::with_capacity(READ_CHUNK);
+    let mut receipts = HeldReceipts { frames: Vec::with_capacity(READ_CHUNK), since: None, delay: receipt_delay };
     loop {
+        let timeout = receipts.read_timeout();
+        if timeout == Some(Duration::ZERO) {
+            receipts.write_to(&mut stream)?;
+            continue;
+        }
         if filled == input.len() {
             input.resize(input.len() * 2, 0); // a frame larger than the buffer: grow to fit it
         }
-        let n = stream.read(&mut input[filled..])?;
-        if n == 0 {
-            return Ok(());
-        }
+        stream.set_read_timeout(timeout)?;
+        let n = match stream.read(&mut input[filled..]) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => continue,
+            Err(e) => return Err(e),
+        };
         filled += n;
-        let used = session.handle_frames(&input[..filled], &mut out)?;
+        let used = session.handle_frames(&input[..filled], &mut out, &mut receipts.frames)?;
         input.copy_within(used..filled, 0);
         filled -= used;
+        if !receipts.frames.is_empty() && receipts.since.is_none() {
+            receipts.since = Some(Instant::now());
+        }
         if !out.is_empty() {
+            receipts.write_to(&mut stream)?; // replies keep their order behind the receipts before them
             stream.write_all(&out)?;
             out.clear();
         }
@@ -74,7 +114,7 @@ impl Session {
     }
 
     /// Answer every complete frame at the start of `input`; returns how many bytes were used.
-    fn handle_frames(&mut self, input: &[u8], out: &mut Vec<u8>) -> io::Result<usize> {
+    fn handle_frames(&mut self, input: &[u8], out: &mut Vec<u8>, receipts: &mut Vec<u8>) -> io::Result<usize> {
         let mut pos = 0;
         while input.len() - pos >= 8 {
             let total = u32::from_be_bytes(input[pos..pos + 4].try_into().unwrap()) as usize;
@@ -87,19 +127,19 @@ impl Session {
             let frame = &input[pos + 4..pos + 4 + total];
             let command_size = u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize;
             let command = frame.get(4..4 + command_size).and_then(parse_command);
-            self.handle(command.ok_or_else(|| invalid("bad command"))?, out);
+            self.handle(command.ok_or_else(|| invalid("bad command"))?, out, receipts);
             pos += 4 + total;
         }
         Ok(pos)
     }
 
-    fn handle(&mut self, cmd: Command, out: &mut Vec<u8>) {
+    fn handle(&mut self, cmd: Command, out: &mut Vec<u8>, receipts: &mut Vec<u8>) {
         match cmd.kind {
             CONNECT => connected(cmd.body, out),
             PARTITIONED_METADATA => partitioned_metadata(cmd.body, out),
             LOOKUP => self.lookup(cmd.body, out),
             PRODUCER => self.producer(cmd.body, out),
-            SEND => self.send_receipt(cmd.body, out),
+            SEND => self.send_receipt(cmd.body, receipts),
             CLOSE_PRODUCER => put_success(out, uints(cmd.body, [2])[0].unwrap_or(0)),
             SUBSCRIBE => self.subscribe(cmd.body, out),
             FLOW => self.flow(cmd.body, out),

@@ -4,10 +4,12 @@
 //! the client's own ceiling.
 //!
 //!     null_broker [--addr 127.0.0.1:6650] [--messages 100000] [--size 100] [--batch-size 0]
+//!                 [--receipt-delay-us 1000]
 //!
 //! `--messages`/`--size` shape the topic each subscription reads from the start; `--batch-size N`
 //! packs N messages per entry as a producer's batch would (0: one plain message per entry).
-//! Port 0 picks a free port; the first stdout line names the address actually bound.
+//! `--receipt-delay-us` lets SEND_RECEIPTs wait for each other up to that long (0: each read's
+//! receipts go at once). Port 0 picks a free port; the first stdout line names the address actually bound.
 
 mod conn;
 mod crc32c;
@@ -18,17 +20,19 @@ mod topic;
 use std::io::Write;
 use std::net::TcpListener;
 use std::sync::Arc;
+use std::time::Duration;
 use std::{env, process, thread};
 use topic::{Shape, Topic};
 
 struct Options {
     addr: String,
     shape: Shape,
+    receipt_delay: Duration,
 }
 
 fn usage(problem: &str) -> ! {
     eprintln!("null_broker: {problem}");
-    eprintln!("usage: null_broker [--addr HOST:PORT] [--messages N] [--size BYTES] [--batch-size N]");
+    eprintln!("usage: null_broker [--addr HOST:PORT] [--messages N] [--size BYTES] [--batch-size N] [--receipt-delay-us N]");
     process::exit(2);
 }
 
@@ -41,6 +45,7 @@ fn parse_options() -> Options {
     let mut options = Options {
         addr: "127.0.0.1:6650".to_string(),
         shape: Shape { messages: 100_000, size: 100, batch: 0 },
+        receipt_delay: Duration::from_micros(1000),
     };
     let mut args = env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -49,6 +54,7 @@ fn parse_options() -> Options {
             "--messages" => options.shape.messages = number(&flag, args.next()),
             "--size" => options.shape.size = number(&flag, args.next()),
             "--batch-size" => options.shape.batch = number(&flag, args.next()),
+            "--receipt-delay-us" => options.receipt_delay = Duration::from_micros(number(&flag, args.next())),
             "-h" | "--help" => usage("help"),
             other => usage(&format!("unknown argument {other}")),
         }
@@ -62,6 +68,7 @@ fn main() {
     let batched = options.shape.batch > 0;
     let listener = TcpListener::bind(&options.addr).unwrap_or_else(|e| usage(&format!("bind {}: {e}", options.addr)));
     let shape = options.shape;
+    let receipt_delay = options.receipt_delay;
     println!(
         "null-broker listening on {}: {} messages of {} B per subscription, {} per entry",
         listener.local_addr().expect("bound socket has an address"),
@@ -77,7 +84,7 @@ fn main() {
         // One thread per connection: a benchmark client opens one or two, and blocking I/O on a
         // dedicated thread is the shortest path from read to write.
         thread::spawn(move || {
-            if let Err(e) = conn::serve(stream, topic, batched) {
+            if let Err(e) = conn::serve(stream, topic, batched, receipt_delay) {
                 eprintln!("null-broker: connection closed: {e}");
             }
         });
