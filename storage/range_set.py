@@ -33,8 +33,9 @@ class _ListKeys(list):
         """bisect_left without a Python frame per call (the range set's hot lookups use it)."""
         return partial(bisect.bisect_left, self)
 
-    def add(self, key: Position) -> None:
-        bisect.insort(self, key)
+    def insert_at(self, index: int, key: Position) -> None:
+        """Insert key at index (where the finder places it)."""
+        self.insert(index, key)
 
     def replace(self, index: int, key: Position) -> None:
         """Put key at index; the caller guarantees the order holds."""
@@ -46,6 +47,9 @@ class _TreeKeys(SortedList):
 
     def finder(self) -> Callable[[Position], int]:
         return self.bisect_left
+
+    def insert_at(self, index: int, key: Position) -> None:
+        self.add(key)  # a SortedList places keys itself
 
     def replace(self, index: int, key: Position) -> None:
         del self[index]
@@ -175,7 +179,7 @@ class PositionRangeSet:
             new_lower = min(new_lower, r_lower)
             new_upper = max(new_upper, r_upper)
             self._drop(r_lower, r_upper)
-        self._put(new_lower, new_upper)
+        self._put(new_lower, new_upper, self._find(new_lower))
 
     def remove_at_most(self, pos: Position) -> None:
         """Drop everything ``<= pos`` (the mark-delete position moved to ``pos``)."""
@@ -209,13 +213,10 @@ class PositionRangeSet:
         self._lowers = lowers  # lower endpoints ascending
         self._find = lowers.finder()
 
-    def _put(self, lower: Position, upper: Position, index: int | None = None) -> None:
-        """Insert (lower, upper]; index: where lower goes in the sorted keys, when known."""
+    def _put(self, lower: Position, upper: Position, index: int) -> None:
+        """Insert (lower, upper]; index: where lower goes in the sorted keys (self._find(lower))."""
         lowers = self._lowers
-        if index is not None and type(lowers) is _ListKeys:
-            lowers.insert(index, lower)
-        else:
-            lowers.add(lower)
+        lowers.insert_at(index, lower)
         if len(lowers) > self.LIST_LIMIT and type(lowers) is _ListKeys:
             self._set_keys(_TreeKeys(lowers))
         self._upper_of[lower] = upper
