@@ -126,7 +126,7 @@ class PersistentTopic(TopicProducers):
         """Append one entry; returns its position once durable; raises PersistenceFailedError."""
         position, durable = self.append(data)
         try:
-            await durable
+            await asyncio.shield(durable)  # shared with other appends: cancelling us must not fail them
         except PersistenceError as exc:
             raise PersistenceFailedError(str(exc)) from exc
         return position

@@ -156,14 +156,15 @@ class ManagedLedger:
         Raises LedgerClosedError when closed, PersistenceError when the write failed.
         """
         position, durable = self.append(data)
-        await durable
+        await asyncio.shield(durable)  # shared by the chunk: a cancelled caller must not cancel it
         return position
 
     def append(self, data: bytes) -> tuple[Position, asyncio.Future]:
         """Queue ``data`` without waiting: returns its Position and a future that completes (None)
         once the entry is on disk, or fails with PersistenceError. Many appends share one future
         (one per group-commit chunk), so callers on a hot path add a done-callback instead of
-        creating a task per entry. Raises LedgerClosedError when closed.
+        creating a task per entry; an awaiting caller shields it (``asyncio.shield``), as
+        cancelling it would fail every other append of its chunk. Raises LedgerClosedError when closed.
         """
         if self._state is not _OPEN:
             raise LedgerClosedError(f"managed ledger {self.name} is closed")

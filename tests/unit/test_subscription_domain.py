@@ -134,3 +134,15 @@ async def test_reads_served_from_the_entry_cache_let_the_event_loop_run_between_
     await settle(subscription.dispatcher)
     assert received_when_we_ran == [100]  # one read of dispatcherMaxReadBatchSize, then our turn
     assert len(consumer.connection.received) == 300
+
+
+async def test_a_cancelled_marker_write_does_not_fail_the_producers_sharing_its_group_commit(make_harness):
+    """topic.publish (markers) awaits the durable future it shares with producers' appends."""
+    harness = await make_harness()
+    marker = asyncio.ensure_future(publish(harness))
+    await asyncio.sleep(0)
+    position, durable = harness.topic.append(b"from a producer")
+    marker.cancel()
+    await asyncio.wait_for(asyncio.wait([durable]), 5)
+    assert not durable.cancelled() and durable.exception() is None
+    assert await asyncio.wait_for(publish(harness), 5) == Position(position.ledger_id, position.entry_id + 1)

@@ -56,6 +56,20 @@ async def test_roll_over_by_entries_and_reads_across_ledgers(make_factory):
     assert os.path.exists(os.path.join(ml.folder, f"{first:012d}.idx"))  # sealed with an index
 
 
+async def test_a_cancelled_append_waiter_leaves_the_rest_of_its_group_commit_alone(make_factory):
+    """Appends of one group commit share one future: cancelling one awaiting caller failed the
+    others with CancelledError and left the ledger unable to finish the batch."""
+    f = await make_factory()
+    ml = await f.open("t")
+    first, second = asyncio.ensure_future(ml.add_entry(b"a")), asyncio.ensure_future(ml.add_entry(b"b"))
+    await asyncio.sleep(0)  # both appended, into the same chunk
+    first.cancel()
+    lid = ml.current_ledger_id
+    assert await asyncio.wait_for(second, 5) == Position(lid, 1)
+    assert await asyncio.wait_for(ml.add_entry(b"c"), 5) == Position(lid, 2)
+    assert [e.data for e in await ml.read_entries(Position(lid, 0), 10)] == [b"a", b"b", b"c"]
+
+
 async def test_roll_over_by_size(make_factory):
     f = await make_factory(max_size_per_ledger_mb=1)
     ml = await f.open("t")
