@@ -1,9 +1,11 @@
 """ManagedLedger on real segment files: appends, reads, roll-over, trimming, reopen."""
 import asyncio
 import os
+import threading
 
 import pytest
 
+from minipulsar.storage import segment
 from minipulsar.storage import (DataDirLockedError, LedgerClosedError, ManagedLedgerConfig, ManagedLedgerFactory,
                      Position)
 
@@ -54,6 +56,30 @@ async def test_roll_over_by_entries_and_reads_across_ledgers(make_factory):
     assert ml.next_valid_position(Position(first + 2, 4)) == Position(first + 2, 5)
     assert ml.count_entries_between(Position(first, 5), Position(first + 2, 1)) == 4 + 10 + 2
     assert os.path.exists(os.path.join(ml.folder, f"{first:012d}.idx"))  # sealed with an index
+
+
+async def test_roll_over_reports_before_the_sealed_index_is_written(make_factory, monkeypatch):
+    """The first append of a new ledger is durable without waiting for the old ledger's offset
+    index (its syncs used to hold every roll-over's receipts); the index follows at once."""
+    f = await make_factory(max_entries_per_ledger=2)
+    ml = await f.open("t")
+    await ml.open_cursor("keep", "earliest")
+    first = ml.current_ledger_id
+    await ml.add_entry(b"a")
+    await ml.add_entry(b"b")
+    release, written, real_write_index = threading.Event(), [], segment.write_index
+
+    def held_write_index(folder, idx, sync):
+        release.wait(10)
+        real_write_index(folder, idx, sync)
+        written.append(idx.ledger_id)
+
+    monkeypatch.setattr(segment, "write_index", held_write_index)
+    assert await asyncio.wait_for(ml.add_entry(b"c"), 5) == Position(first + 1, 0)
+    assert written == [] and not os.path.exists(segment.index_path(ml.folder, first))
+    release.set()
+    assert await ml.add_entry(b"d") == Position(first + 1, 1)  # queued behind the index write
+    assert written == [first] and segment.load_index(ml.folder, first).entries == 2
 
 
 async def test_a_cancelled_append_waiter_leaves_the_rest_of_its_group_commit_alone(make_factory):
