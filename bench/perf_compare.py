@@ -24,7 +24,8 @@ second, too short to time on a shared machine.
 - pulsar-lite: the broker binary of the `pulsar-lite` PyPI package, on a temporary db path, with
   its own defaults.
 - null: bench/null_broker (Rust, no storage), built with `cargo build --release` if needed. It
-  acknowledges every SEND at once and serves every consumer a pre-built topic of the same
+  acknowledges every SEND without storing it (reading and answering at the pace the official
+  client runs fastest against: bench/null_broker/README.md) and serves every consumer a pre-built topic of the same
   message count and size from its start (entries of --null-batch messages when batching is on),
   so its figures are the client's ceiling on this machine. Where the client itself is the
   limit (produce, measured at 100-byte messages) a real broker can reach that ceiling, and its

@@ -4,6 +4,11 @@
 //! SEND_RECEIPTs may also wait up to `receipt_delay` for the receipts of later reads: at a steady
 //! unbatched rate each read holds one or two SENDs, and a receipt per read costs the client more
 //! (a wake-up and a callback hand-over each) than a broker's group commit does.
+//! While the client is producing (the last read held SENDs), after a small read (under a quarter
+//! of the read buffer) the thread sleeps `read_pause` before answering it and reading again, as a
+//! busy broker reads late and answers after its sync. A
+//! server always waiting in read() is woken by every SEND the client writes, and that costs the
+//! official client more per message than the broker's work saves (README.md has the figures).
 
 use crate::frames::*;
 use crate::proto::{bytes_field, parse_command, put_bytes, put_uint, uints, Command};
@@ -12,6 +17,7 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
+use std::thread;
 use std::time::{Duration, Instant};
 
 /// Larger than the client's 5 MiB frame limit plus padding: anything bigger is garbage.
@@ -32,6 +38,13 @@ struct Session {
     peer_port: u16,
     consumers: HashMap<u64, Cursor>,
     next_receipt_entry: u64,
+}
+
+/// How the connection times its reads and receipts (see the module comment).
+#[derive(Clone, Copy)]
+pub struct Pacing {
+    pub receipt_delay: Duration,
+    pub read_pause: Duration,
 }
 
 /// SEND_RECEIPTs written together once the oldest has waited `delay` (at once for a zero delay).
@@ -58,13 +71,14 @@ impl HeldReceipts {
 }
 
 /// Answer one client until it disconnects (Ok) or sends something unparseable (Err).
-pub fn serve(mut stream: TcpStream, topic: Arc<Topic>, batched: bool, receipt_delay: Duration) -> io::Result<()> {
+pub fn serve(mut stream: TcpStream, topic: Arc<Topic>, batched: bool, pacing: Pacing) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let mut session = Session::new(&stream, topic, batched)?;
     let mut input = vec![0u8; READ_CHUNK];
     let mut filled = 0;
     let mut out = Vec::with_capacity(READ_CHUNK);
-    let mut receipts = HeldReceipts { frames: Vec::with_capacity(READ_CHUNK), since: None, delay: receipt_delay };
+    let mut receipts = HeldReceipts { frames: Vec::with_capacity(READ_CHUNK), since: None, delay: pacing.receipt_delay };
+    let mut producing = false; // the last read held SENDs: pace reads (a consumer's FLOW is answered at once)
     loop {
         let timeout = receipts.read_timeout();
         if timeout == Some(Duration::ZERO) {
@@ -82,7 +96,12 @@ pub fn serve(mut stream: TcpStream, topic: Arc<Topic>, batched: bool, receipt_de
             Err(e) => return Err(e),
         };
         filled += n;
+        if producing && n < READ_CHUNK / 4 && !pacing.read_pause.is_zero() {
+            thread::sleep(pacing.read_pause);
+        }
+        let held = receipts.frames.len();
         let used = session.handle_frames(&input[..filled], &mut out, &mut receipts.frames)?;
+        producing = receipts.frames.len() > held;
         input.copy_within(used..filled, 0);
         filled -= used;
         if !receipts.frames.is_empty() && receipts.since.is_none() {

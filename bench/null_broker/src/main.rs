@@ -27,12 +27,12 @@ use topic::{Shape, Topic};
 struct Options {
     addr: String,
     shape: Shape,
-    receipt_delay: Duration,
+    pacing: conn::Pacing,
 }
 
 fn usage(problem: &str) -> ! {
     eprintln!("null_broker: {problem}");
-    eprintln!("usage: null_broker [--addr HOST:PORT] [--messages N] [--size BYTES] [--batch-size N] [--receipt-delay-us N]");
+    eprintln!("usage: null_broker [--addr HOST:PORT] [--messages N] [--size BYTES] [--batch-size N] [--receipt-delay-us N] [--read-pause-us N]");
     process::exit(2);
 }
 
@@ -45,7 +45,7 @@ fn parse_options() -> Options {
     let mut options = Options {
         addr: "127.0.0.1:6650".to_string(),
         shape: Shape { messages: 100_000, size: 100, batch: 0 },
-        receipt_delay: Duration::from_micros(1000),
+        pacing: conn::Pacing { receipt_delay: Duration::from_micros(1000), read_pause: Duration::from_micros(500) },
     };
     let mut args = env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -54,7 +54,8 @@ fn parse_options() -> Options {
             "--messages" => options.shape.messages = number(&flag, args.next()),
             "--size" => options.shape.size = number(&flag, args.next()),
             "--batch-size" => options.shape.batch = number(&flag, args.next()),
-            "--receipt-delay-us" => options.receipt_delay = Duration::from_micros(number(&flag, args.next())),
+            "--receipt-delay-us" => options.pacing.receipt_delay = Duration::from_micros(number(&flag, args.next())),
+            "--read-pause-us" => options.pacing.read_pause = Duration::from_micros(number(&flag, args.next())),
             "-h" | "--help" => usage("help"),
             other => usage(&format!("unknown argument {other}")),
         }
@@ -68,7 +69,7 @@ fn main() {
     let batched = options.shape.batch > 0;
     let listener = TcpListener::bind(&options.addr).unwrap_or_else(|e| usage(&format!("bind {}: {e}", options.addr)));
     let shape = options.shape;
-    let receipt_delay = options.receipt_delay;
+    let pacing = options.pacing;
     println!(
         "null-broker listening on {}: {} messages of {} B per subscription, {} per entry",
         listener.local_addr().expect("bound socket has an address"),
@@ -84,7 +85,7 @@ fn main() {
         // One thread per connection: a benchmark client opens one or two, and blocking I/O on a
         // dedicated thread is the shortest path from read to write.
         thread::spawn(move || {
-            if let Err(e) = conn::serve(stream, topic, batched, receipt_delay) {
+            if let Err(e) = conn::serve(stream, topic, batched, pacing) {
                 eprintln!("null-broker: connection closed: {e}");
             }
         });
