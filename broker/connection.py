@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any, Iterator
 from minipulsar.broker.background import BackgroundTasks
 from minipulsar.broker.errors import BrokerError, ServiceNotReadyError
 from minipulsar.broker.handlers import ROUTES
+from minipulsar.broker.handlers.producers import publish_send
 from minipulsar.broker.publish_buffer import READ_PAUSE_REASON as PUBLISH_BUFFER_PAUSE
 from minipulsar.broker.security.tls_context import peer_certificate
 from minipulsar.proto import BROKER_INITIATED_REQUEST_ID
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.proto.errors import FrameError
-from minipulsar.proto.frames import FRAME_PADDING, Frame, FrameDecoder, encode_command
+from minipulsar.proto.frames import FRAME_PADDING, BrokerFrameDecoder, Frame, SendFrame, encode_command
 from minipulsar.proto.hot_commands import encode_message
 from minipulsar.storage import Entry
 
@@ -59,7 +60,7 @@ class ServerConnection(asyncio.Protocol):
     def __init__(self, broker: "Broker"):
         self.broker = broker
         config = broker.config
-        self.decoder = FrameDecoder(config.max_message_size + FRAME_PADDING)
+        self.decoder = BrokerFrameDecoder(config.max_message_size + FRAME_PADDING)
         self.transport: asyncio.Transport | None = None
         self.peer_address = ""
         self.connected = False  # CONNECT seen
@@ -128,7 +129,10 @@ class ServerConnection(asyncio.Protocol):
         for frame in frames:
             if self.closed or self.transport.is_closing():  # a protocol error in this read closed it
                 return
-            self._route(frame)
+            if type(frame) is SendFrame:
+                self._publish(frame)
+            else:
+                self._route(frame)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -177,6 +181,20 @@ class ServerConnection(asyncio.Protocol):
             return
         if result is not None and inspect.isawaitable(result):  # the hot SEND/FLOW/ACK return None
             self._tasks.spawn(self._run_async(command, result))
+
+    def _publish(self, frame: SendFrame) -> None:
+        """A SEND the decoder read by hand: what _route checks and catches for one, without the
+        BaseCommand (SEND carries no request id, so a failure is logged, as reply_error does)."""
+        if not self.connected:
+            self.protocol_error("SEND before CONNECT")
+            return
+        try:
+            publish_send(self, frame.send, frame.headers_and_payload)
+        except BrokerError as exc:
+            log.warning("%s: SEND failed: %s", self.peer_address, exc)
+        except Exception:
+            log.exception("%s: handler for SEND failed", self.peer_address)
+            self.protocol_error("internal error")
 
     async def _run_async(self, command: api.BaseCommand, awaitable) -> None:
         try:

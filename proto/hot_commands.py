@@ -1,12 +1,15 @@
 """Frames on the publish and dispatch hot paths, encoded by hand: the same bytes protobuf would
-write, without building message objects (a SEND_RECEIPT or a MESSAGE costs about half as much).
+write, without building message objects (a SEND_RECEIPT or a MESSAGE costs about half as much),
+and the plain SEND decoded by hand (parse_send: the same values protobuf would read).
 
 Protobuf wire format: a field is a varint key (field_number << 3 | wire_type) then its value;
 varints are 7 bits per byte, low first, high bit set on all but the last; uint64 values travel as
 their two's-complement 64-bit pattern (so -1 is ten bytes). Fields appear in field-number order,
 as protobuf's own serializer writes them, so the output is byte-for-byte what
 BaseCommand.SerializeToString gives (tests/unit/test_hot_commands.py checks it).
-Field numbers: PulsarApi.proto (BaseCommand.type = 1, send_receipt = 7, message = 9;
+Field numbers: PulsarApi.proto (BaseCommand.type = 1, send = 6, send_receipt = 7, message = 9;
+CommandSend producer_id = 1, sequence_id = 2, num_messages = 3 (int32, default 1),
+highest_sequence_id = 6 (default 0);
 CommandSendReceipt producer_id = 1, sequence_id = 2, message_id = 3, highest_sequence_id = 4;
 CommandMessage consumer_id = 1, message_id = 2, redelivery_count = 3, ack_set = 4 (repeated,
 unpacked), consumer_epoch = 5; MessageIdData ledgerId = 1, entryId = 2, partition = 3).
@@ -15,12 +18,28 @@ Frames: [totalSize u32][commandSize u32][command], and for MESSAGE the stored en
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 _TWO_U32 = struct.Struct(">II")
 _UINT64 = (1 << 64) - 1
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 _SEND_RECEIPT_TYPE = b"\x08\x07"  # BaseCommand.type (field 1, varint) = SEND_RECEIPT (7)
 _MESSAGE_TYPE = b"\x08\x09"  # BaseCommand.type = MESSAGE (9)
+# BaseCommand.type = SEND (6), then field 6 (send) length-delimited: how every SEND command starts
+SEND_PREFIX = b"\x08\x06\x32"
+# CommandSend keys parse_send takes (field << 3, all varints) -> index in SendCommand
+_SEND_KEYS = {0x08: 0, 0x10: 1, 0x18: 2, 0x30: 3}
+_VARINT_MAX_BYTES = 9  # up to 2**63 - 1; longer (or negative int32) varints go to protobuf
+_INT32_MAX = (1 << 31) - 1
+
+
+class SendCommand(NamedTuple):
+    """What the broker reads of a CommandSend, with protobuf's defaults for absent fields."""
+
+    producer_id: int
+    sequence_id: int
+    num_messages: int = 1
+    highest_sequence_id: int = 0
 
 
 def encode_varint(value: int) -> bytes:
@@ -71,3 +90,48 @@ def encode_message(consumer_id: int, ledger_id: int, entry_id: int, partition: i
     command = b"".join((_MESSAGE_TYPE, b"\x4a", encode_varint(len(message)), message))
     return b"".join((_TWO_U32.pack(4 + len(command) + len(headers_and_payload), len(command)), command,
                      headers_and_payload))
+
+
+def parse_send(command: bytes) -> SendCommand | None:
+    """The SendCommand of a serialized BaseCommand that is a plain SEND, or None for anything else:
+    another type, a CommandSend longer than 127 bytes, any field besides the four above
+    (transaction ids, is_chunk, marker, message_id), a varint past 2**63 - 1 or a num_messages
+    outside int32, a required field missing, or bytes that do not parse. The caller parses a None
+    with protobuf, which gives the same values for everything this accepts and reports the errors.
+    """
+    end = len(command)
+    if command[:3] != SEND_PREFIX or end < 4 or command[3] >= 0x80 or command[3] != end - 4:
+        return None
+    fields = [None, None, 1, 0]
+    pos = 4
+    try:
+        while pos < end:
+            index = _SEND_KEYS.get(command[pos])
+            if index is None:
+                return None
+            value = command[pos + 1]
+            pos += 2
+            if value >= 0x80:
+                value, pos = _long_varint(command, pos, value)
+                if value is None:
+                    return None
+            fields[index] = value
+    except IndexError:  # a varint cut off by the end of the command
+        return None
+    if pos != end or fields[0] is None or fields[1] is None or fields[2] > _INT32_MAX:
+        return None
+    return SendCommand(*fields)
+
+
+def _long_varint(data: bytes, pos: int, first: int) -> tuple[int | None, int]:
+    """(value, position after it) of a varint whose first byte was ``first``; value None when it
+    is longer than _VARINT_MAX_BYTES. Raises IndexError when it runs past the end of ``data``."""
+    value, shift = first & 0x7F, 7
+    while shift < 7 * _VARINT_MAX_BYTES:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+    return None, pos

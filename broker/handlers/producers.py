@@ -21,7 +21,7 @@ from minipulsar.broker.topic_name import TopicName
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.proto.errors import FrameError
 from minipulsar.proto.frames import Frame, verify_checksum
-from minipulsar.proto.hot_commands import encode_send_receipt
+from minipulsar.proto.hot_commands import SendCommand, encode_send_receipt
 
 if TYPE_CHECKING:
     from minipulsar.broker.connection import ServerConnection
@@ -105,12 +105,17 @@ def _send_producer_success(conn: "ServerConnection", request_id: int, producer: 
 
 
 def handle_send(conn: "ServerConnection", frame: Frame) -> None:
-    send = frame.command.send
+    """A SEND that protobuf parsed (one BrokerFrameDecoder left to it: see publish_send)."""
+    publish_send(conn, frame.command.send, frame.headers_and_payload or b"")
+
+
+def publish_send(conn: "ServerConnection", send: "api.CommandSend | SendCommand", data: bytes) -> None:
+    """Check and store one SEND; the receipt or error follows in send order (_on_published).
+    send: a CommandSend or the SendCommand hot_commands.parse_send read (same fields, same defaults)."""
     producer = conn.producers.get(send.producer_id)
     if producer is None:
         conn.protocol_error(f"SEND for unknown producer {send.producer_id}")
         return
-    data = frame.headers_and_payload or b""
     try:
         checksum_ok = verify_checksum(data)
     except FrameError as exc:
