@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import crc32c as _crc32c
@@ -29,6 +30,7 @@ _U32 = struct.Struct(">I")
 _U16 = struct.Struct(">H")
 _TWO_U32 = struct.Struct(">II")
 _MAGIC_AND_CRC = struct.Struct(">HI")
+_MAGIC_CRC_AND_SIZE = struct.Struct(">HII")
 
 
 def crc32c(data: bytes | memoryview, value: int = 0) -> int:
@@ -49,6 +51,9 @@ class SendFrame(NamedTuple):
 
     send: SendCommand
     headers_and_payload: bytes
+
+
+_make_send_frame = partial(tuple.__new__, SendFrame)  # from a (send, rest) pair, no Python __new__
 
 
 def encode_command(command: api.BaseCommand) -> bytes:
@@ -110,7 +115,14 @@ def split_headers_and_payload(buf: bytes | memoryview) -> ParsedPayload:
 
 
 def verify_checksum(buf: bytes | memoryview, parsed: ParsedPayload | None = None) -> bool:
-    """True when buf carries no checksum or its CRC32C matches; the covered bytes start at metadataSize."""
+    """True when buf carries no checksum or its CRC32C matches; the covered bytes start at metadataSize.
+    Raises FrameError where split_headers_and_payload does."""
+    if parsed is None and len(buf) >= 10:  # the usual [0x0e01][crc][metadataSize]..., read in one go
+        magic, checksum, metadata_size = _MAGIC_CRC_AND_SIZE.unpack_from(buf, 0)
+        if magic == MAGIC_CRC32C:
+            if 10 + metadata_size > len(buf):
+                raise FrameError(f"metadata size {metadata_size} exceeds the frame")
+            return crc32c(memoryview(buf)[6:]) == checksum
     parsed = parsed or split_headers_and_payload(buf)
     if parsed.checksum is None:
         return True
@@ -205,5 +217,5 @@ class BrokerFrameDecoder(FrameDecoder):
             if send is not None:
                 rest = body[4 + command_size :].tobytes()
                 body.release()
-                return SendFrame(send, rest)
+                return _make_send_frame((send, rest))
         return super()._decode(body)

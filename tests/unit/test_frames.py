@@ -1,4 +1,5 @@
 """The frame codec without sockets."""
+import random
 import struct
 
 import pytest
@@ -83,3 +84,28 @@ def test_oversize_and_malformed_frames_raise():
 def test_metadata_size_beyond_payload_raises():
     with pytest.raises(FrameError):
         split_headers_and_payload(struct.pack(">I", 99) + b"short")
+
+
+def checksum_by_parts(buf: bytes) -> bool:
+    """verify_checksum's answer spelled out through split_headers_and_payload (its general path)."""
+    parsed = split_headers_and_payload(buf)
+    return parsed.checksum is None or crc32c(buf[parsed.checked_offset:]) == parsed.checksum
+
+
+def test_verify_checksum_answers_as_the_general_path_does():
+    """The usual 0x0e01 layout is read in one go; on valid, corrupt, short and lying inputs the
+    answer (or the FrameError) is the one split_headers_and_payload gives."""
+    rng = random.Random(7)
+    metadata = api.MessageMetadata(producer_name="p", sequence_id=1, publish_time=2).SerializeToString()
+    for _ in range(5000):
+        buf = bytearray(build_headers_and_payload(metadata, rng.randbytes(rng.randrange(0, 40))))
+        for _ in range(rng.randrange(0, 3)):
+            buf[rng.randrange(len(buf))] = rng.randrange(256)
+        buf = bytes(buf[: rng.choice([len(buf), rng.randrange(len(buf) + 1)])])
+        try:
+            expected = checksum_by_parts(buf)
+        except FrameError:
+            with pytest.raises(FrameError):
+                verify_checksum(buf)
+            continue
+        assert verify_checksum(buf) == expected, buf.hex()
