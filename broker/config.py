@@ -69,7 +69,9 @@ class BrokerConfig:
     connection_write_high_water_mark_bytes: int = 4 * 1024 * 1024  # minipulsar's own
     subscription_key_shared_use_consistent_hashing: bool = True  # subscriptionKeySharedUseConsistentHashing
     subscription_key_shared_consistent_hashing_replica_points: int = 100  # ...ConsistentHashingReplicaPoints
-    key_shared_look_ahead_msg_in_replay_threshold_per_subscription: int = 20000  # Pulsar 4.x name
+    # Key_Shared look-ahead (Pulsar 4.x names and defaults; 0 turns that part of the bound off)
+    key_shared_look_ahead_msg_in_replay_threshold_per_consumer: int = 2000
+    key_shared_look_ahead_msg_in_replay_threshold_per_subscription: int = 20000
     managed_ledger_max_entries_per_ledger: int = 50000  # managedLedgerMaxEntriesPerLedger
     managed_ledger_max_size_per_ledger_mbytes: int = 2048  # managedLedgerMaxSizePerLedgerMbytes
     journal_sync_data: bool = True  # journalSyncData
@@ -265,7 +267,8 @@ _VALIDATORS = {
     "dispatcherMaxReadBatchSize": lambda v: v >= 1,
     "keepAliveIntervalSeconds": lambda v: v >= 1,
     "subscriptionKeySharedConsistentHashingReplicaPoints": lambda v: v >= 1,
-    "keySharedLookAheadMsgInReplayThresholdPerSubscription": lambda v: v >= 1,
+    "keySharedLookAheadMsgInReplayThresholdPerConsumer": lambda v: v >= 0,
+    "keySharedLookAheadMsgInReplayThresholdPerSubscription": lambda v: v >= 0,
     "replicationProducerQueueSize": lambda v: v >= 1,
     "replicationMaxBackoffIntervalSeconds": lambda v: v >= 1,
     "replicatedSubscriptionsSnapshotFrequencyMillis": lambda v: v >= 1,

@@ -16,7 +16,7 @@ from minipulsar.broker.batch_acks import BatchAckSets
 from minipulsar.broker.dispatchers.ack_state_gate import AckStateGate
 from minipulsar.broker.dispatchers.shared import SharedDispatcher
 from minipulsar.broker.dispatchers.single_active import SingleActiveConsumerDispatcher
-from minipulsar.broker.dispatchers.sticky_key import StickyKeyDispatcher
+from minipulsar.broker.dispatchers.sticky_key import LookAhead, StickyKeyDispatcher
 from minipulsar.broker.selectors.auto_split import AutoSplitSelector
 from minipulsar.broker.selectors.consistent_hashing import ConsistentHashingSelector
 from minipulsar.broker.selectors.key_failover import KeyFailoverSelector
@@ -191,7 +191,9 @@ class Subscription:
             return SingleActiveConsumerDispatcher(self, *limits, failover=sub_type == SubType.Failover)
         if sub_type == SubType.Shared:
             return SharedDispatcher(self, *limits)
-        look_ahead = config.key_shared_look_ahead_msg_in_replay_threshold_per_subscription
+        look_ahead = LookAhead(config.key_shared_look_ahead_msg_in_replay_threshold_per_consumer,
+                               config.key_shared_look_ahead_msg_in_replay_threshold_per_subscription,
+                               config.max_unacked_messages_per_consumer)
         if sub_type == SubType.Key_Failover:
             return StickyKeyDispatcher(self, *limits, KeyFailoverSelector(), allow_out_of_order=False,
                                        gainers_join=True, look_ahead=look_ahead)

@@ -17,6 +17,8 @@ consumer, merged into the least busy neighbour).
 from __future__ import annotations
 
 import logging
+import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from minipulsar.broker.dispatchers.base import Dispatcher
@@ -33,18 +35,47 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class LookAhead:
+    """How many entries may wait for redelivery (their consumer has no permits, or their key hash is
+    held back for ordering) before a Key_Shared or Key_Failover dispatcher stops reading new ones.
+
+    per_consumer / per_subscription: keySharedLookAheadMsgInReplayThresholdPerConsumer (2000) and
+    ...PerSubscription (20000), 0 turning that part off; max_unacked_per_consumer:
+    maxUnackedMessagesPerConsumer, the fallback when both are off (0 = no limit). Source:
+    PersistentStickyKeyDispatcherMultipleConsumers.getEffectiveLookAheadLimit (Pulsar 4.x).
+    """
+
+    per_consumer: int = 2000
+    per_subscription: int = 20000
+    max_unacked_per_consumer: int = 0
+
+    def limit(self, consumers: int) -> int:
+        """min(per_consumer x consumers, per_subscription) over the parts that are on; with both off,
+        consumers x max_unacked_per_consumer; unbounded (sys.maxsize) when that is off too."""
+        if self.per_consumer > 0:
+            bound = self.per_consumer * consumers
+            if 0 < self.per_subscription < bound:
+                bound = self.per_subscription
+        else:
+            bound = self.per_subscription
+        if bound <= 0:
+            bound = consumers * self.max_unacked_per_consumer
+        return bound if bound > 0 else sys.maxsize
+
+
 class StickyKeyDispatcher(Dispatcher):
     """selector: who owns which slot. allow_out_of_order: KeySharedMeta.allowOutOfOrderDelivery.
     gainers_join: every consumer that gains slots joins the recently joined consumers (Key_Failover);
     otherwise only a newly added consumer does (Key_Shared, as PIP-282).
-    look_ahead: stop reading new entries while this many wait for redelivery
-    (keySharedLookAheadMsgInReplayThresholdPerSubscription). key_shared_mode: AUTO_SPLIT 0 / STICKY 1."""
+    look_ahead: the bound on entries waiting for redelivery past which no new entries are read
+    (see effective_look_ahead). key_shared_mode: AUTO_SPLIT 0 / STICKY 1."""
 
     pauses_on_ack_state = True
 
     def __init__(self, subscription, max_read_entries: int, max_read_bytes: int,
                  selector: StickyKeyConsumerSelector, allow_out_of_order: bool, gainers_join: bool,
-                 look_ahead: int = 20000, key_shared_mode: int = 0):
+                 look_ahead: LookAhead = LookAhead(), key_shared_mode: int = 0):
         super().__init__(subscription, max_read_entries, max_read_bytes)
         self.selector = selector
         self.key_shared_mode = key_shared_mode
@@ -132,7 +163,10 @@ class StickyKeyDispatcher(Dispatcher):
         return self._max_entries_for(permits) if permits > 0 else 0
 
     def _may_read_new(self) -> bool:
-        return len(self.redelivery) < self.look_ahead and super()._may_read_new()
+        return len(self.redelivery) < self._look_ahead_limit() and super()._may_read_new()
+
+    def _look_ahead_limit(self) -> int:
+        return self.look_ahead.limit(len(self.consumers))
 
     async def _read(self, limit: int) -> list[Entry]:
         replay = self._replayable(limit)
@@ -143,6 +177,8 @@ class StickyKeyDispatcher(Dispatcher):
         self._replay_slots = {}
         if not self._may_read_new():
             return []
+        # A read may take the redelivery set to the bound, not far past it (getMaxEntriesReadLimit).
+        limit = min(limit, max(self._look_ahead_limit() - len(self.redelivery), 1))
         return await self.cursor.read_entries(limit, self.max_read_bytes)
 
     def _replayable(self, limit: int) -> list[Position]:
