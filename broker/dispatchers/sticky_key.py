@@ -69,7 +69,7 @@ class StickyKeyDispatcher(Dispatcher):
     gainers_join: every consumer that gains slots joins the recently joined consumers (Key_Failover);
     otherwise only a newly added consumer does (Key_Shared, as PIP-282).
     look_ahead: the bound on entries waiting for redelivery past which no new entries are read
-    (see effective_look_ahead). key_shared_mode: AUTO_SPLIT 0 / STICKY 1."""
+    (LookAhead). key_shared_mode: AUTO_SPLIT 0 / STICKY 1."""
 
     pauses_on_ack_state = True
 
@@ -177,7 +177,7 @@ class StickyKeyDispatcher(Dispatcher):
         self._replay_slots = {}
         if not self._may_read_new():
             return []
-        # A read may take the redelivery set to the bound, not far past it (getMaxEntriesReadLimit).
+        # A read may take the redelivery set up to the bound, not past it (getMaxEntriesReadLimit).
         limit = min(limit, max(self._look_ahead_limit() - len(self.redelivery), 1))
         return await self.cursor.read_entries(limit, self.max_read_bytes)
 
