@@ -190,15 +190,12 @@ class SegmentWriter:
         """
         fd = segment.create_segment(self._folder, new_ledger_id, self._sync)
         try:
-            if self._sync:
-                os.fdatasync(self._fd)
+            self._sync_current()
         except OSError:
             os.close(fd)
             self._delete_ledger(new_ledger_id)
             raise
-        self._cur.sealed_at_ms = int(time.time() * 1000)
-        self._unindexed.append(SegmentIndex(self._cur.ledger_id, array("q", self._cur.offsets),
-                                            self._cur.end_offset, self._cur.sealed_at_ms))
+        self._unindexed.append(self._sealed_index())
         out.sealed.append(self._cur)
         os.close(self._fd)
         self._fd = fd
@@ -224,11 +221,19 @@ class SegmentWriter:
                           self._folder, sealed.ledger_id, exc)
 
     def _seal_current(self) -> None:
+        """At close: sync the current segment and write its index, synced."""
+        self._sync_current()
+        segment.write_index(self._folder, self._sealed_index(), self._sync)
+
+    def _sync_current(self) -> None:
         if self._sync:
             os.fdatasync(self._fd)
-        sealed = SegmentIndex(self._cur.ledger_id, array("q", self._cur.offsets), self._cur.end_offset)
-        segment.write_index(self._folder, sealed, self._sync)
-        self._cur.sealed_at_ms = sealed.sealed_at_ms
+
+    def _sealed_index(self) -> SegmentIndex:
+        """Stamp the current ledger sealed now; a copy of its index, for writing out."""
+        cur = self._cur
+        cur.sealed_at_ms = int(time.time() * 1000)
+        return SegmentIndex(cur.ledger_id, array("q", cur.offsets), cur.end_offset, cur.sealed_at_ms)
 
     def _delete_ledger(self, ledger_id: int) -> None:
         # Segment first: an index without a segment is ignored (and removed) at open.
