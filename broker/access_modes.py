@@ -43,7 +43,7 @@ class ProducerAccess:
         self.topic = topic
         self.exclusive: Producer | None = None
         self.waiting: list[tuple[Producer, asyncio.Future]] = []
-        epochs = topic.broker.metadata.data.get(EPOCHS_KEY, {})
+        epochs = topic.context.metadata.data.get(EPOCHS_KEY, {})
         self.epoch: int | None = epochs.get(str(topic.name))
 
     async def admit(self, producer: "Producer", on_queued: Callable[[], None]) -> int | None:
@@ -94,7 +94,7 @@ class ProducerAccess:
         new_epoch = wanted if wanted is not None else (self.epoch + 1 if self.epoch is not None else 0)
         if new_epoch != self.epoch:
             self.epoch = new_epoch
-            metadata = self.topic.broker.metadata
+            metadata = self.topic.context.metadata
             metadata.data.setdefault(EPOCHS_KEY, {})[str(self.topic.name)] = new_epoch
             await metadata.save()
         return new_epoch
@@ -131,7 +131,7 @@ class ProducerAccess:
             if future.done() or queued.closed:
                 continue
             self.exclusive = queued
-            self.topic.broker.spawn(self._promote(queued, future))
+            self.topic.context.spawn(self._promote(queued, future))
             return
 
     async def _promote(self, producer: "Producer", future: asyncio.Future) -> None:

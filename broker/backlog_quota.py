@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from minipulsar.broker.entry_info import publish_time_of
 from minipulsar.broker.errors import BrokerError
 from minipulsar.proto import PulsarApi_pb2 as api
 
 if TYPE_CHECKING:
-    from minipulsar.broker.server import Broker
+    from minipulsar.broker.config import BrokerConfig
+    from minipulsar.broker.namespace_policies import NamespacePolicies
     from minipulsar.broker.subscription import Subscription
     from minipulsar.broker.topic import PersistentTopic
 
@@ -58,17 +59,19 @@ def parse_quota(value: Any) -> dict:
 
 
 class BacklogQuotas:
-    """broker: the Broker whose topics are checked."""
+    """The quotas of each namespace (its backlogQuota policy, else the backlogQuotaDefault*
+    settings) and their enforcement on producers and on the periodic check."""
 
-    def __init__(self, broker: "Broker"):
-        self.broker = broker
+    def __init__(self, policies: "NamespacePolicies", config: "BrokerConfig"):
+        self.policies = policies
+        self.config = config
 
     def quotas(self, namespace: str) -> dict[str, dict]:
         """{quota type: quota} in force for the namespace (its own map, else the defaults)."""
-        stored = self.broker.policies.get(namespace, "backlogQuota")
+        stored = self.policies.get(namespace, "backlogQuota")
         if stored:
             return stored
-        config = self.broker.config
+        config = self.config
         default = {"limitSize": config.backlog_quota_default_limit_bytes,
                    "limitTime": config.backlog_quota_default_limit_second,
                    "policy": config.backlog_quota_default_retention_policy}
@@ -113,9 +116,9 @@ class BacklogQuotas:
             if quota["policy"] == "producer_exception":
                 raise ProducerBlockedQuotaExceededException(reason)
 
-    async def check_all(self) -> None:
-        """Enforce every quota on every loaded topic (the periodic check)."""
-        for topic in list(self.broker.topics.values()):
+    async def check_all(self, topics: Iterable["PersistentTopic"]) -> None:
+        """Enforce every quota on each of topics (the periodic check over the loaded topics)."""
+        for topic in list(topics):
             for kind, quota, over in await self.exceeded(topic):
                 if quota["policy"] == "consumer_backlog_eviction":
                     await self._evict(kind, quota, over)

@@ -26,14 +26,14 @@ from minipulsar.proto import BROKER_INITIATED_REQUEST_ID
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.proto.errors import FrameError
 from minipulsar.proto.frames import FRAME_PADDING, BrokerFrameDecoder, Frame, SendFrame, encode_command
-from minipulsar.proto.hot_commands import encode_message
-from minipulsar.storage import Entry
+from minipulsar.proto.hot_commands import encode_message, encode_send_receipt
+from minipulsar.storage import Entry, Position
 
 if TYPE_CHECKING:
     from minipulsar.broker.consumer import Consumer
     from minipulsar.broker.security.connection_auth import ConnectionAuth
     from minipulsar.broker.producer import Producer
-    from minipulsar.broker.server import Broker
+    from minipulsar.broker.broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -257,6 +257,15 @@ class ServerConnection(asyncio.Protocol):
         ledger_id, entry_id = entry.position
         self.write_frame(encode_message(consumer_id, ledger_id, entry_id, partition, redelivery_count,
                                         consumer_epoch, ack_set, entry.data))
+
+    def send_receipt(self, producer_id: int, sequence_id: int, highest_sequence_id: int, position: Position) -> None:
+        """SEND_RECEIPT, hand-encoded: one per SEND on the hot path."""
+        self.write_frame(encode_send_receipt(producer_id, sequence_id, position.ledger_id, position.entry_id,
+                                             highest_sequence_id))
+
+    def send_send_error(self, producer_id: int, sequence_id: int, error: int, message: str) -> None:
+        self.send(api.BaseCommand(type=Type.SEND_ERROR, send_error=api.CommandSendError(
+            producer_id=producer_id, sequence_id=sequence_id, error=error, message=message)))
 
     def send_active_consumer_change(self, consumer_id: int, active: bool) -> None:
         if self.protocol_version >= api.v12:

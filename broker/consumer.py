@@ -19,49 +19,39 @@ from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.storage import Entry, Position
 
 if TYPE_CHECKING:
-    from minipulsar.broker.connection import ServerConnection
+    from minipulsar.broker.connection_protocols import ConsumerConnection
+    from minipulsar.broker.specs import ConsumerSpec
     from minipulsar.broker.dispatchers.redelivery_tracker import RedeliveryTracker
     from minipulsar.broker.subscription import Subscription
 
 
 class Consumer:
-    """consumer_id: the client's id on its connection; priority_level: lower is preferred (Pulsar)."""
+    """spec: what the client asked for (ConsumerSpec); connection: its door (ConsumerConnection)."""
 
-    def __init__(
-        self,
-        subscription: "Subscription",
-        connection: "ServerConnection",
-        consumer_id: int,
-        name: str,
-        sub_type: int,
-        priority_level: int = 0,
-        epoch: int | None = None,
-        metadata: dict[str, str] | None = None,
-    ):
+    def __init__(self, subscription: "Subscription", connection: "ConsumerConnection", spec: ConsumerSpec):
         self.subscription = subscription
         self.connection = connection
-        self.consumer_id = consumer_id
-        self.name = name
-        self.sub_type = sub_type
-        self.priority_level = priority_level
-        self.epoch = epoch
-        self.metadata = metadata or {}
+        self.consumer_id = spec.consumer_id
+        self.name = spec.name
+        self.sub_type = spec.sub_type
+        self.priority_level = spec.priority_level
+        self.epoch = spec.epoch
+        self.metadata = dict(spec.metadata)
+        self.read_compacted = spec.read_compacted
+        self.key_shared_mode = spec.key_shared_mode
+        self.hash_ranges = list(spec.hash_ranges)
+        self.allow_out_of_order = spec.allow_out_of_order
         self.permits = 0
         # Position -> (messages in the entry, sticky key hash). A plain dict: every entry sent and
         # every ack touches it, and only a cumulative ack needs the positions in order.
         self.pending_acks: dict[Position, tuple[int, int]] = {}
         self.pending_hashes: collections.Counter = collections.Counter()  # sticky key hash -> pending entries
         # Only Key_Failover's selector compares consumers by their recent dispatch rate.
-        self.dispatch_rate = DecayingRate() if sub_type == api.CommandSubscribe.Key_Failover else None
-        # Key_Shared settings from KeySharedMeta: mode (AUTO_SPLIT 0 / STICKY 1) and declared ranges.
-        self.key_shared_mode = 0
-        self.hash_ranges: list[tuple[int, int]] = []
-        self.allow_out_of_order = False
+        self.dispatch_rate = DecayingRate() if self.sub_type == api.CommandSubscribe.Key_Failover else None
         self.last_sent_position_when_joining: Position | None = None
-        self.read_compacted = False  # CommandSubscribe.read_compacted: the compacted view first
         self.closed = False
         self.connected_since = time.time()
-        self.msg_out = 0
+        self.msg_out = 0  # messages and bytes sent (Pulsar's msgOutCounter / bytesOutCounter)
         self.bytes_out = 0
         # maxUnackedMessagesPerConsumer (0 = none; Shared and Key_Shared): sending stops at the
         # limit and resumes once half of it is acknowledged, as Pulsar's blockedConsumerOnUnackedMsgs.
@@ -130,8 +120,6 @@ class Consumer:
         self.permits -= messages
         self.msg_out += messages
         self.bytes_out += size
-        subscription.msg_out_counter += messages
-        subscription.bytes_out_counter += size
         if self.dispatch_rate is not None:
             self.dispatch_rate.record(messages)
         if self.max_unacked_messages and self._unacked >= self.max_unacked_messages:
@@ -145,8 +133,6 @@ class Consumer:
         self.permits -= num_messages
         self.msg_out += num_messages
         self.bytes_out += len(entry.data)
-        self.subscription.msg_out_counter += num_messages
-        self.subscription.bytes_out_counter += len(entry.data)
 
     def notify_active_consumer_change(self, active: bool) -> None:
         """Failover: tell the client whether it is now the active consumer."""

@@ -23,7 +23,7 @@ from minipulsar.broker.compaction import COMPACTION_CURSOR
 from minipulsar.broker.errors import BrokerError
 
 if TYPE_CHECKING:
-    from minipulsar.broker.server import Broker
+    from minipulsar.broker.broker import Broker
 
 log = logging.getLogger(__name__)
 

@@ -19,13 +19,13 @@ Each refusal carries the error Pulsar gives for it, so clients behave as they do
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from minipulsar.broker.errors import ConsumerBusyError, ProducerBusyError, TopicQuotaError
 from minipulsar.broker.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from minipulsar.broker.server import Broker
+    from minipulsar.broker.namespace_policies import NamespacePolicies
 
 
 class ConnectionLimits:
@@ -76,31 +76,36 @@ class LookupPermits:
 
 class TopicLimits:
     """The per-namespace, per-topic and per-subscription limits, read from the namespace's policy
-    or else the broker's setting at each check (both may change while the broker runs)."""
+    or else the broker's setting at each check (both may change while the broker runs).
+    list_topics(namespace): the namespace's persistent topics, partitions by their own names;
+    replicator_prefix: Pulsar's replicatorPrefix, which names the producers that never count."""
 
-    def __init__(self, broker: "Broker"):
-        self.broker = broker
+    def __init__(self, policies: "NamespacePolicies", list_topics: Callable[[str], list[str]],
+                 replicator_prefix: str):
+        self.policies = policies
+        self._list_topics = list_topics
+        self._replicator_prefix = replicator_prefix + "."
 
     def check_new_topics(self, name: TopicName, count: int) -> None:
         """count persistent topics (1, or a partitioned topic's partitions) are about to be
         created in name's namespace; raises TopicQuotaError when that passes maxTopicsPerNamespace."""
         namespace = name.namespace_name
-        limit = self.broker.policies.max_topics_per_namespace(namespace)
-        if limit > 0 and len(self.broker.list_topics(namespace)) + count > limit:
+        limit = self.policies.max_topics_per_namespace(namespace)
+        if limit > 0 and len(self._list_topics(namespace)) + count > limit:
             raise TopicQuotaError("Exceed maximum number of topics in namespace.")
 
     def check_producer_room(self, topic, producer_name: str) -> None:
         """Raises ProducerBusyError when topic has maxProducersPerTopic producers of users
         (replicator producers, named with replicatorPrefix, neither count nor are refused)."""
-        prefix = self.broker.replicator_prefix + "."
+        prefix = self._replicator_prefix
         if producer_name.startswith(prefix):
             return
-        limit = self.broker.policies.max_producers_per_topic(topic.name.namespace_name)
+        limit = self.policies.max_producers_per_topic(topic.name.namespace_name)
         if limit > 0 and sum(not name.startswith(prefix) for name in topic.producers) >= limit:
             raise ProducerBusyError("Topic reached max producers limit")
 
     def check_consumer_room(self, subscription) -> None:
         """Raises ConsumerBusyError when subscription has maxConsumersPerSubscription consumers."""
-        limit = self.broker.policies.max_consumers_per_subscription(subscription.topic.name.namespace_name)
+        limit = self.policies.max_consumers_per_subscription(subscription.topic.name.namespace_name)
         if limit > 0 and len(subscription.consumers) >= limit:
             raise ConsumerBusyError("Subscription reached max consumers limit")

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from minipulsar.broker.backlog_quota import QUOTA_TYPES, parse_quota
 from minipulsar.broker.config import SCHEMA_STRATEGIES
 
 if TYPE_CHECKING:
-    from minipulsar.broker.server import Broker
+    from minipulsar.broker.config import BrokerConfig
+    from minipulsar.broker.metadata_store import MetadataStore
+    from minipulsar.broker.namespaces import Namespaces
 
 log = logging.getLogger(__name__)
 
@@ -125,14 +127,23 @@ POLICIES = {
 
 
 class NamespacePolicies:
-    """The effective policies of every namespace: its own where set, else the broker's settings."""
+    """The effective policies of every namespace: its own where set, else the broker's settings.
 
-    def __init__(self, broker: "Broker"):
-        self.broker = broker
+    namespaces: where the Policies live; metadata: the store they are saved in; peers(): remote
+    cluster name -> service URL (replication clusters must be among them); applied(namespace,
+    policy): awaited after a change is stored, so loaded topics take it up."""
+
+    def __init__(self, namespaces: "Namespaces", config: "BrokerConfig", metadata: "MetadataStore",
+                 peers: Callable[[], dict[str, str]], applied: Callable[[str, str], Awaitable[None]]):
+        self.namespaces = namespaces
+        self.config = config
+        self._metadata = metadata
+        self._peers = peers
+        self._applied = applied
 
     def get(self, namespace: str, name: str) -> Any:
         """The stored value of policy `name` (a key of POLICIES), None when the namespace has none."""
-        policies = self.broker.namespaces.policies(namespace) or {}
+        policies = self.namespaces.policies(namespace) or {}
         return policies.get(POLICIES[name].field)
 
     async def set(self, namespace: str, name: str, value: Any) -> None:
@@ -144,12 +155,13 @@ class NamespacePolicies:
 
     def _check_clusters(self, namespace: str, clusters: list[str]) -> None:
         """Replication clusters must exist and be allowed for the tenant, as Pulsar checks."""
-        local = self.broker.config.cluster_name
-        unknown = [c for c in clusters if c != local and c not in self.broker.replication.peers()]
+        local = self.config.cluster_name
+        peers = self._peers()
+        unknown = [c for c in clusters if c != local and c not in peers]
         if unknown:
             raise PolicyError(f"Invalid cluster id(s) {unknown}: no such cluster with a broker service URL")
         tenant = namespace.split("/", 1)[0]
-        allowed = (self.broker.namespaces.tenant_info(tenant) or {}).get("allowedClusters", [])
+        allowed = (self.namespaces.tenant_info(tenant) or {}).get("allowedClusters", [])
         refused = [c for c in clusters if c not in allowed]
         if refused:
             raise PolicyError(f"Cluster(s) {refused} not in the list of allowed clusters {allowed} of tenant {tenant}")
@@ -160,15 +172,15 @@ class NamespacePolicies:
         await self._store(namespace, name, False if name == "dispatcherPauseOnAckStatePersistent" else None)
 
     async def _store(self, namespace: str, name: str, value: Any) -> None:
-        policies = dict(self.broker.namespaces.policies(namespace) or {})
+        policies = dict(self.namespaces.policies(namespace) or {})
         if value is None:
             policies.pop(POLICIES[name].field, None)
         else:
             policies[POLICIES[name].field] = value
-        self.broker.namespaces.put_namespace(namespace, policies)
-        await self.broker.metadata.save()
+        self.namespaces.put_namespace(namespace, policies)
+        await self._metadata.save()
         log.info("namespace %s: %s = %r", namespace, name, value)
-        await self.broker.apply_namespace_policies(namespace, name)
+        await self._applied(namespace, name)
 
     def _effective(self, namespace: str, name: str, default: Any) -> Any:
         value = self.get(namespace, name)
@@ -177,30 +189,30 @@ class NamespacePolicies:
     # ---- effective values, read where they apply -------------------------------------------
     def message_ttl_seconds(self, namespace: str) -> int:
         """0 = no TTL (ttlDurationDefaultInSeconds)."""
-        return self._effective(namespace, "messageTTL", self.broker.config.ttl_duration_default_in_seconds)
+        return self._effective(namespace, "messageTTL", self.config.ttl_duration_default_in_seconds)
 
     def deduplication_enabled(self, namespace: str) -> bool:
-        return self._effective(namespace, "deduplication", self.broker.config.broker_deduplication_enabled)
+        return self._effective(namespace, "deduplication", self.config.broker_deduplication_enabled)
 
     def subscription_types_enabled(self, namespace: str) -> list[str]:
-        default = [t.strip() for t in self.broker.config.subscription_types_enabled.split(",") if t.strip()]
+        default = [t.strip() for t in self.config.subscription_types_enabled.split(",") if t.strip()]
         return self._effective(namespace, "subscriptionTypesEnabled", default)
 
     def max_unacked_messages_per_consumer(self, namespace: str) -> int:
         """0 = no limit (maxUnackedMessagesPerConsumer)."""
         return self._effective(namespace, "maxUnackedMessagesPerConsumer",
-                               self.broker.config.max_unacked_messages_per_consumer)
+                               self.config.max_unacked_messages_per_consumer)
 
     def dispatcher_pause_on_ack_state_persistent(self, namespace: str) -> bool:
         return self._effective(namespace, "dispatcherPauseOnAckStatePersistent",
-                               self.broker.config.dispatcher_pause_on_ack_state_persistent_enabled)
+                               self.config.dispatcher_pause_on_ack_state_persistent_enabled)
 
     def schema_compatibility_strategy(self, namespace: str) -> str:
-        return self._effective(namespace, "schemaCompatibilityStrategy", self.broker.config.schema_compatibility_strategy)
+        return self._effective(namespace, "schemaCompatibilityStrategy", self.config.schema_compatibility_strategy)
 
     def retention(self, namespace: str) -> tuple[int, int]:
         """(minutes, MB) (defaultRetentionTimeInMinutes, defaultRetentionSizeInMB)."""
-        config = self.broker.config
+        config = self.config
         value = self.get(namespace, "retention")
         if value is None:
             return config.default_retention_time_in_minutes, config.default_retention_size_in_mb
@@ -208,24 +220,24 @@ class NamespacePolicies:
 
     def allow_auto_update_schema(self, namespace: str) -> bool:
         """Whether producers may add schema versions (isAllowAutoUpdateSchemaEnabled)."""
-        return self._effective(namespace, "isAllowAutoUpdateSchema", self.broker.config.is_allow_auto_update_schema_enabled)
+        return self._effective(namespace, "isAllowAutoUpdateSchema", self.config.is_allow_auto_update_schema_enabled)
 
     def max_topics_per_namespace(self, namespace: str) -> int:
         """0 = no limit (maxTopicsPerNamespace)."""
-        return self._effective(namespace, "maxTopicsPerNamespace", self.broker.config.max_topics_per_namespace)
+        return self._effective(namespace, "maxTopicsPerNamespace", self.config.max_topics_per_namespace)
 
     def max_producers_per_topic(self, namespace: str) -> int:
         """0 = no limit (maxProducersPerTopic)."""
-        return self._effective(namespace, "maxProducersPerTopic", self.broker.config.max_producers_per_topic)
+        return self._effective(namespace, "maxProducersPerTopic", self.config.max_producers_per_topic)
 
     def max_consumers_per_subscription(self, namespace: str) -> int:
         """0 = no limit (maxConsumersPerSubscription)."""
         return self._effective(namespace, "maxConsumersPerSubscription",
-                               self.broker.config.max_consumers_per_subscription)
+                               self.config.max_consumers_per_subscription)
 
     def delayed_delivery(self, namespace: str) -> tuple[bool, int]:
         """(active, tick time in ms) (delayedDeliveryEnabled, delayedDeliveryTickTimeMillis)."""
-        config = self.broker.config
+        config = self.config
         value = self._effective(namespace, "delayedDelivery", {
             "active": config.delayed_delivery_enabled, "tickTime": config.delayed_delivery_tick_time_millis})
         return value["active"], value["tickTime"]

@@ -14,29 +14,30 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from minipulsar.broker.abstract_topic import AbstractTopic
 from minipulsar.broker.access_modes import ProducerAccess
 from minipulsar.broker.batch_acks import BatchAckSets
 from minipulsar.broker.consumer import DecayingRate
 from minipulsar.broker.dispatchers.non_persistent import NonPersistentDispatcher
 from minipulsar.broker.entry_info import entry_info
 from minipulsar.broker.errors import (NotAllowedError, SubscriptionNotFoundError)
-from minipulsar.broker.subscription import (SUB_TYPE_NAMES, LastMessageId, SubType, check_admission,
-                                            key_shared_selector, leave_for_unsubscribe)
+from minipulsar.broker.specs import SubscriptionSpec
+from minipulsar.broker.subscription import (SUB_TYPE_NAMES, ConsumerCounters, LastMessageId, SubType,
+                                            check_admission, key_shared_selector, leave_for_unsubscribe)
 from minipulsar.broker.topic_name import TopicName
-from minipulsar.broker.topic_producers import TopicProducers
 from minipulsar.storage import EARLIEST, Entry, Position
 
 if TYPE_CHECKING:
     from minipulsar.broker.consumer import Consumer
     from minipulsar.broker.producer import Producer
-    from minipulsar.broker.server import Broker
+    from minipulsar.broker.topic_context import TopicContext
 
 log = logging.getLogger(__name__)
 
 RECEIPT_POSITION = Position(0, 0)  # every message's id on a non-persistent topic, as in Pulsar
 
 
-class NonPersistentSubscription:
+class NonPersistentSubscription(ConsumerCounters):
     """A named group of consumers on a NonPersistentTopic; gone with its last consumer."""
 
     durable = False
@@ -48,8 +49,6 @@ class NonPersistentSubscription:
         self.sub_type: int | None = None
         self.dispatcher: NonPersistentDispatcher | None = None
         self.batch_acks = BatchAckSets()  # stays empty: nothing is acknowledged here
-        self.msg_out_counter = 0
-        self.bytes_out_counter = 0
         self.msg_drop_counter = 0
         self.drop_rate = DecayingRate()
 
@@ -75,12 +74,13 @@ class NonPersistentSubscription:
         if self.dispatcher is None or not self.consumers:
             selector = None
             if consumer.sub_type == SubType.Key_Shared:
-                selector = key_shared_selector(self.topic.broker.config, consumer)
+                selector = key_shared_selector(self.topic.context.config, consumer)
             self.dispatcher = NonPersistentDispatcher(consumer.sub_type, self.topic.partition_index, selector)
             self.sub_type = consumer.sub_type
         self.dispatcher.add_consumer(consumer)
 
     def remove_consumer(self, consumer: "Consumer") -> None:
+        self._keep_counters_of(consumer)
         if self.dispatcher is not None:
             self.dispatcher.remove_consumer(consumer)
         self.topic.last_active = time.monotonic()  # broker/inactive_topics.py
@@ -138,13 +138,13 @@ class NonPersistentSubscription:
         }
 
 
-class NonPersistentTopic(TopicProducers):
-    """name: a non-persistent:// TopicName; broker: the owning Broker."""
+class NonPersistentTopic(AbstractTopic):
+    """name: a non-persistent:// TopicName; context: what it sees of its broker."""
 
     persistent = False
 
-    def __init__(self, broker: "Broker", name: TopicName):
-        self.broker = broker
+    def __init__(self, context: "TopicContext", name: TopicName):
+        self.context = context
         self.name = name
         self.producers: dict[str, Producer] = {}
         self.subscriptions: dict[str, NonPersistentSubscription] = {}
@@ -152,8 +152,6 @@ class NonPersistentTopic(TopicProducers):
         self.access = ProducerAccess(self)
         self.deduplication = None
         self.terminated_at = None
-        self.msg_in_counter = 0
-        self.bytes_in_counter = 0
         self.last_active = time.monotonic()  # broker/inactive_topics.py
         self._receipt = asyncio.get_running_loop().create_future()
         self._receipt.set_result(None)
@@ -161,7 +159,7 @@ class NonPersistentTopic(TopicProducers):
     def __repr__(self) -> str:
         return f"NonPersistentTopic({self.name})"
 
-    # ---- publishing (producers by name: broker/topic_producers.py) ---------------------------
+    # ---- publishing (producers by name: broker/abstract_topic.py) ----------------------------
     def check_not_terminated(self) -> None:
         """A non-persistent topic cannot be terminated."""
 
@@ -179,16 +177,15 @@ class NonPersistentTopic(TopicProducers):
         return not self.producers and not any(s.consumers for s in self.subscriptions.values())
 
     # ---- subscriptions ---------------------------------------------------------------------
-    async def subscribe(self, name: str, durable: bool, initial_position: str, start: Position | None, *,
-                        sub_type: int = SubType.Exclusive, read_compacted: bool = False,
-                        replicate_state: bool | None = None) -> NonPersistentSubscription:
-        """The subscription `name`, created when missing; durability, the initial position and the
-        start are meaningless without storage. Raises NotAllowedError for read_compacted."""
+    async def subscribe(self, spec: SubscriptionSpec, sub_type: int = SubType.Exclusive,
+                        read_compacted: bool = False) -> NonPersistentSubscription:
+        """The subscription spec names, created when missing; durability, the initial position and
+        the start are meaningless without storage. Raises NotAllowedError for read_compacted."""
         if read_compacted:
             raise NotAllowedError("readCompacted only valid on persistent topics")
-        subscription = self.subscriptions.get(name)
+        subscription = self.subscriptions.get(spec.name)
         if subscription is None:
-            subscription = self.subscriptions[name] = NonPersistentSubscription(self, name)
+            subscription = self.subscriptions[spec.name] = NonPersistentSubscription(self, spec.name)
         return subscription
 
     def forget_subscription(self, subscription: NonPersistentSubscription) -> None:

@@ -1,24 +1,32 @@
-"""A producer as the broker sees it, and the in-order delivery of its SEND_RECEIPTs.
+"""A producer as the broker sees it: its sends, their in-order SEND_RECEIPTs, its counters.
 
 The C++ client closes the connection when receipts arrive out of order, so each producer keeps
 its publishes in a FIFO and a receipt leaves only when every earlier publish has been answered.
-It is the one door to its connection: the topic and the access modes call `disconnect` here.
-Source: Pulsar Producer (pendingPublishAcks, disconnect); the C++ client's ProducerImpl::ackReceived
-checks that each receipt's sequence id is the oldest one pending.
+It is the one door to its connection: it counts each send in the connection's back-pressure
+(publish_started / publish_finished) and writes its own receipts and errors there, and the
+topic and the access modes call `disconnect` here. Source: Pulsar Producer (pendingPublishAcks,
+MessagePublishContext.completed, disconnect); the C++ client's ProducerImpl::ackReceived checks
+that each receipt's sequence id is the oldest one pending.
 """
 from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
+from minipulsar.broker.errors import BrokerError
+from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.storage import Position
 
 if TYPE_CHECKING:
-    from minipulsar.broker.connection import ServerConnection
+    from minipulsar.broker.connection_protocols import ProducerConnection
+    from minipulsar.broker.specs import ProducerSpec
     from minipulsar.broker.topic import PersistentTopic
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -43,39 +51,25 @@ def _failure(future: asyncio.Future) -> BaseException | None:
 
 
 class Producer:
-    """producer_id: the client's id on its connection; name: unique per topic while connected."""
+    """spec.producer_id: the client's id on its connection; name: unique per topic while connected."""
 
-    def __init__(
-        self,
-        topic: "PersistentTopic",
-        connection: "ServerConnection",
-        producer_id: int,
-        name: str,
-        access_mode: int,
-        epoch: int,
-        user_provided_name: bool,
-        metadata: dict[str, str] | None = None,
-    ):
+    def __init__(self, topic: "PersistentTopic", connection: "ProducerConnection", spec: ProducerSpec, name: str):
         self.topic = topic
         self.connection = connection
-        self.producer_id = producer_id
+        self.producer_id = spec.producer_id
         self.name = name
-        self.access_mode = access_mode
-        self.epoch = epoch
-        self.user_provided_name = user_provided_name
-        self.metadata = metadata or {}
+        self.access_mode = spec.access_mode
+        self.metadata = dict(spec.metadata)
         # PIP-68: the topic_epoch the client sent (a reconnect), and the one the broker answered.
-        self.requested_topic_epoch: int | None = None
+        self.requested_topic_epoch = spec.topic_epoch
         self.topic_epoch: int | None = None
         self.ready = True  # False while a WaitForExclusive producer is queued
         self.last_sequence_id = -1  # PRODUCER_SUCCESS.last_sequence_id (deduplication)
         self.schema_version: bytes | None = None  # PRODUCER_SUCCESS.schema_version
         self.closed = False
         self.connected_since = time.time()
-        self.msg_in = 0
+        self.msg_in = 0  # messages and bytes made durable (Pulsar's msgInCounter / bytesInCounter)
         self.bytes_in = 0
-        # Called with each publish, in send order, once it is durable or failed (the receipt).
-        self.on_complete: Callable[[PendingPublish], None] = lambda publish: None
         self._pending: collections.deque[PendingPublish] = collections.deque()
         self._watched: asyncio.Future | None = None  # the last group-commit future with our callback
 
@@ -97,9 +91,10 @@ class Producer:
             self.topic.remove_producer(self)
 
     def publish(self, sequence_id: int, highest_sequence_id: int, num_messages: int, data: bytes) -> None:
-        """Append data to the topic; on_complete(publish) runs for each publish in send order."""
+        """Append data to the topic; the receipt or error goes to the connection in send order."""
         pending = PendingPublish(sequence_id, highest_sequence_id, num_messages, len(data))
         self._pending.append(pending)
+        self.connection.publish_started(pending.size)
         try:
             pending.position, pending.durable = self.topic.append(data, self.name, sequence_id, highest_sequence_id)
         except Exception as exc:  # the ledger is closed: answer in order like any failure
@@ -127,7 +122,7 @@ class Producer:
                     return
                 self._settle(head, _failure(head.durable))
             pending.popleft()
-            self.on_complete(head)
+            self._answer(head)
 
     def _settle(self, pending: PendingPublish, error: BaseException | None) -> None:
         pending.done = True
@@ -135,8 +130,20 @@ class Producer:
         if error is None:
             self.msg_in += pending.num_messages
             self.bytes_in += pending.size
-            self.topic.msg_in_counter += pending.num_messages
-            self.topic.bytes_in_counter += pending.size
+
+    def _answer(self, publish: PendingPublish) -> None:
+        """SEND_RECEIPT with the entry's position ((-1, -1) for a duplicate of unknown position)
+        or SEND_ERROR with the failure's ServerError (PersistenceError for a storage failure)."""
+        connection = self.connection
+        connection.publish_finished(publish.size)
+        error = publish.error
+        if error is None:
+            connection.send_receipt(self.producer_id, publish.sequence_id, publish.highest_sequence_id,
+                                    publish.position)
+            return
+        log.error("%s: publish failed: %s", self, error)
+        code = error.server_error if isinstance(error, BrokerError) else api.PersistenceError
+        connection.send_send_error(self.producer_id, publish.sequence_id, code, f"failed to persist entry: {error}")
 
     def stats(self) -> dict:
         return {

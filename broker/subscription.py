@@ -63,9 +63,9 @@ def check_admission(subscription, consumer: "Consumer") -> None:
     sub_type = consumer.sub_type
     topic = subscription.topic
     type_name = SUB_TYPE_NAMES.get(sub_type, str(sub_type))
-    if type_name not in topic.broker.policies.subscription_types_enabled(topic.name.namespace_name):
+    if type_name not in topic.context.policies.subscription_types_enabled(topic.name.namespace_name):
         raise NotAllowedError(f"Topic[{topic.name}] doesn't support {type_name} sub type!")
-    topic.broker.limits.check_consumer_room(subscription)  # maxConsumersPerSubscription
+    topic.context.limits.check_consumer_room(subscription)  # maxConsumersPerSubscription
     consumers = subscription.consumers
     if not consumers:
         return
@@ -82,6 +82,29 @@ def check_admission(subscription, consumer: "Consumer") -> None:
             f"Subscription {subscription.name} uses Key_Shared mode {first.key_shared_mode} with "
             f"allowOutOfOrderDelivery={first.allow_out_of_order}; this consumer asked for "
             f"mode {consumer.key_shared_mode} with allowOutOfOrderDelivery={consumer.allow_out_of_order}")
+
+
+class ConsumerCounters:
+    """Mixin for subscriptions (anything with `consumers`): msgOutCounter / bytesOutCounter are
+    the consumers' own counters summed, plus what consumers that left had counted (Pulsar's
+    PersistentSubscription msgOutFromRemovedConsumer / bytesOutFromRemovedConsumers)."""
+
+    _removed_msg_out = 0
+    _removed_bytes_out = 0
+
+    @property
+    def msg_out_counter(self) -> int:
+        return self._removed_msg_out + sum(c.msg_out for c in self.consumers)
+
+    @property
+    def bytes_out_counter(self) -> int:
+        return self._removed_bytes_out + sum(c.bytes_out for c in self.consumers)
+
+    def _keep_counters_of(self, consumer: "Consumer") -> None:
+        """consumer is leaving: what it sent still counts."""
+        if consumer in self.consumers:
+            self._removed_msg_out += consumer.msg_out
+            self._removed_bytes_out += consumer.bytes_out
 
 
 def leave_for_unsubscribe(subscription, consumer: "Consumer", force: bool) -> None:
@@ -106,7 +129,7 @@ def key_shared_selector(config, first: "Consumer"):
     return AutoSplitSelector()
 
 
-class Subscription:
+class Subscription(ConsumerCounters):
     """topic: the owning PersistentTopic; cursor: its ManagedCursor (durable or not)."""
 
     def __init__(self, topic: "PersistentTopic", name: str, cursor: ManagedCursor, durable: bool):
@@ -122,11 +145,9 @@ class Subscription:
         # EARLIEST for subscriptions that start there (the cursor cannot point into trimmed
         # ledgers the view still covers), None once the view is read (Pulsar's readFromEarliest).
         self.compacted_read_start: Position | None = None
-        self.msg_out_counter = 0  # messages and bytes dispatched, whichever consumer took them (metrics)
-        self.bytes_out_counter = 0
-        policies, namespace = topic.broker.policies, topic.name.namespace_name
+        policies, namespace = topic.context.policies, topic.name.namespace_name
         self.ack_state_gate = AckStateGate(
-            f"{topic.name}/{name}", cursor, topic.broker.config,
+            f"{topic.name}/{name}", cursor, topic.context.config,
             lambda: policies.dispatcher_pause_on_ack_state_persistent(namespace), self._wake)
 
     def _wake(self) -> None:
@@ -155,7 +176,7 @@ class Subscription:
         NotAllowedError when the namespace does not enable the type (subscriptionTypesEnabled)."""
         check_admission(self, consumer)
         if consumer.sub_type in (SubType.Shared, SubType.Key_Shared):
-            policies, namespace = self.topic.broker.policies, self.topic.name.namespace_name
+            policies, namespace = self.topic.context.policies, self.topic.name.namespace_name
             consumer.max_unacked_messages = policies.max_unacked_messages_per_consumer(namespace)
         if self.dispatcher is None or self.sub_type != consumer.sub_type or not self.dispatcher.matches(consumer):
             self._replace_dispatcher(consumer)
@@ -164,7 +185,7 @@ class Subscription:
     def apply_policies(self) -> None:
         """The namespace's policies changed: re-check the PIP-299 pause and the unacked limit."""
         self.ack_state_gate.recheck()
-        limit = self.topic.broker.policies.max_unacked_messages_per_consumer(self.topic.name.namespace_name)
+        limit = self.topic.context.policies.max_unacked_messages_per_consumer(self.topic.name.namespace_name)
         for consumer in self.consumers:
             if consumer.sub_type in (SubType.Shared, SubType.Key_Shared):
                 consumer.max_unacked_messages = limit
@@ -173,8 +194,8 @@ class Subscription:
     def _replace_dispatcher(self, first: "Consumer") -> None:
         """A dispatcher for first's settings; what the old one had in flight is read again."""
         dispatcher = self._new_dispatcher(first)
-        config = self.topic.broker.config
-        active, tick = self.topic.broker.policies.delayed_delivery(self.topic.name.namespace_name)
+        config = self.topic.context.config
+        active, tick = self.topic.context.policies.delayed_delivery(self.topic.name.namespace_name)
         if active and first.sub_type in (SubType.Shared, SubType.Key_Shared):
             dispatcher.enable_delayed_delivery(tick, config.is_delayed_delivery_deliver_at_time_strict)
         if self.dispatcher is not None:
@@ -184,7 +205,7 @@ class Subscription:
         self.dispatcher = dispatcher
 
     def _new_dispatcher(self, first: "Consumer") -> "Dispatcher":
-        config = self.topic.broker.config
+        config = self.topic.context.config
         limits = (config.dispatcher_max_read_batch_size, config.dispatcher_max_read_size_bytes)
         sub_type = first.sub_type
         if sub_type in (SubType.Exclusive, SubType.Failover):
@@ -204,16 +225,17 @@ class Subscription:
         raise NotAllowedError(f"unknown subscription type {sub_type}")
 
     def _key_shared_selector(self, first: "Consumer"):
-        return key_shared_selector(self.topic.broker.config, first)
+        return key_shared_selector(self.topic.context.config, first)
 
     def remove_consumer(self, consumer: "Consumer") -> None:
         """consumer left; a reader's subscription ends with its last consumer (see
         PersistentTopic.consumer_closed), a clean-up that outlives the consumer's connection."""
+        self._keep_counters_of(consumer)
         if self.dispatcher is not None:
             self.dispatcher.remove_consumer(consumer)
         self.topic.last_active = time.monotonic()  # broker/inactive_topics.py
         if not self.durable and not self.consumers:
-            self.topic.broker.spawn(self.topic.consumer_closed(self))
+            self.topic.context.spawn(self.topic.consumer_closed(self))
 
     async def unsubscribe(self, consumer: "Consumer", force: bool) -> None:
         """UNSUBSCRIBE by consumer: drop the subscription and its cursor. Other connected consumers
@@ -232,7 +254,7 @@ class Subscription:
         (BatchAckSets) and the entry is acknowledged once no bit is left. A cumulative ack inside a
         batch acknowledges the entries before it and keeps the batch's partial set, as Pulsar does.
         Raises NotAllowedError for a cumulative ack on a Shared-like subscription."""
-        if self.topic.broker.config.acknowledgment_at_batch_index_level_enabled:
+        if self.topic.context.config.acknowledgment_at_batch_index_level_enabled:
             positions = self._batch_index_acks(acks, cumulative)
         else:
             positions = [position for position, ack_set in acks if not any(ack_set)]

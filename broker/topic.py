@@ -11,6 +11,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from minipulsar.broker.abstract_topic import AbstractTopic
 from minipulsar.broker.access_modes import ProducerAccess
 from minipulsar.broker.compaction import COMPACTION_CURSOR, TopicCompaction
 from minipulsar.broker.entry_info import entry_info
@@ -18,14 +19,14 @@ from minipulsar.broker.deduplication import CURSOR_NAME as DEDUP_CURSOR_NAME, Me
 from minipulsar.broker.errors import (NotAllowedError, PersistenceFailedError, ServiceNotReadyError,
                                       SubscriptionNotFoundError, TopicTerminatedError)
 from minipulsar.broker.replication import TopicReplication, last_data_position
+from minipulsar.broker.specs import SubscriptionSpec
 from minipulsar.broker.subscription import Subscription, SubType
 from minipulsar.broker.topic_name import TopicName
-from minipulsar.broker.topic_producers import TopicProducers
 from minipulsar.storage import LedgerClosedError, ManagedLedger, PersistenceError, Position
 
 if TYPE_CHECKING:
     from minipulsar.broker.producer import Producer
-    from minipulsar.broker.server import Broker
+    from minipulsar.broker.topic_context import TopicContext
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +40,21 @@ def is_system_cursor(name: str, replicator_prefix: str) -> bool:
     return name.startswith(replicator_prefix + ".") or name in (DEDUP_CURSOR_NAME, COMPACTION_CURSOR)
 
 
-class PersistentTopic(TopicProducers):
-    """name: the TopicName; ledger: its ManagedLedger; broker: the owning Broker."""
+def check_subscription_name(name: str, replicator_prefix: str) -> None:
+    """Raises NotAllowedError for a name no client may subscribe with: empty, or a system cursor's."""
+    if not name:
+        raise NotAllowedError("empty subscription name")
+    if is_system_cursor(name, replicator_prefix):
+        raise NotAllowedError(f"Subscription with reserved subscription name attempted: {name}")
+
+
+class PersistentTopic(AbstractTopic):
+    """name: the TopicName; ledger: its ManagedLedger; context: what it sees of its broker."""
 
     persistent = True
 
-    def __init__(self, broker: "Broker", name: TopicName, ledger: ManagedLedger):
-        self.broker = broker
+    def __init__(self, context: "TopicContext", name: TopicName, ledger: ManagedLedger):
+        self.context = context
         self.name = name
         self.ledger = ledger
         self.producers: dict[str, Producer] = {}
@@ -53,14 +62,12 @@ class PersistentTopic(TopicProducers):
         self.partition_index = name.partition_index
         self.access = ProducerAccess(self)  # producer access modes and the topic epoch
         self.deduplication: MessageDeduplication | None = None  # set by initialize() when enabled
-        terminated = broker.metadata.data.get(TERMINATED_KEY, {}).get(str(name))
+        terminated = context.metadata.data.get(TERMINATED_KEY, {}).get(str(name))
         self.terminated_at: Position | None = Position(*terminated) if terminated is not None else None
-        self.msg_in_counter = 0  # messages and bytes published since the topic loaded (metrics)
-        self.bytes_in_counter = 0
         self.last_active = time.monotonic()  # broker/inactive_topics.py
         ledger.add_entry_listener(self._on_new_entries)
         for cursor_name, cursor in ledger.cursors.items():
-            if not is_system_cursor(cursor_name, broker.replicator_prefix):
+            if not is_system_cursor(cursor_name, context.replicator_prefix):
                 self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor, durable=True)
         self.replication = TopicReplication(self)  # replicators and PIP-33 snapshots (broker/replication)
         self.compaction = TopicCompaction(self)  # the compacted view (broker/compaction)
@@ -78,16 +85,16 @@ class PersistentTopic(TopicProducers):
         """The namespace's policies changed: deduplication on or off, retention, and every
         subscription re-reads its PIP-299 pause and its consumers' unacked limit."""
         await self._apply_deduplication()
-        self.ledger.set_retention(*self.broker.policies.retention(self.name.namespace_name))
+        self.ledger.set_retention(*self.context.policies.retention(self.name.namespace_name))
         for subscription in list(self.subscriptions.values()):
             subscription.apply_policies()
 
     async def _apply_deduplication(self) -> None:
-        enabled = self.broker.policies.deduplication_enabled(self.name.namespace_name)
+        enabled = self.context.policies.deduplication_enabled(self.name.namespace_name)
         if enabled and self.deduplication is None:
-            config = self.broker.config
+            config = self.context.config
             dedup = MessageDeduplication(self.ledger, config.broker_deduplication_entries_interval,
-                                         self.broker.replicator_prefix,
+                                         config.replicator_prefix,
                                          config.broker_deduplication_snapshot_interval_seconds)
             await dedup.load()
             self.deduplication = dedup
@@ -101,7 +108,7 @@ class PersistentTopic(TopicProducers):
                 subscription.dispatcher.wake()
         self.replication.on_durable()
 
-    # ---- publishing (producers by name: broker/topic_producers.py) ---------------------------
+    # ---- publishing (producers by name: broker/abstract_topic.py) ----------------------------
     def append(self, data: bytes, producer_name: str | None = None, sequence_id: int = 0,
                highest_sequence_id: int = 0) -> tuple[Position, asyncio.Future]:
         """Queue one entry: its position and a future done when it is durable (storage
@@ -161,8 +168,8 @@ class PersistentTopic(TopicProducers):
         terminated). Source: Pulsar PersistentTopic.terminate, ManagedLedger.asyncTerminate."""
         if self.terminated_at is None:
             last = self.ledger.last_confirmed_position
-            self.broker.metadata.data.setdefault(TERMINATED_KEY, {})[str(self.name)] = list(last)
-            await self.broker.metadata.save()
+            self.context.metadata.data.setdefault(TERMINATED_KEY, {})[str(self.name)] = list(last)
+            await self.context.metadata.save()
             self.terminated_at = last
             log.info("%s: terminated at %s", self.name, last)
             for producer in list(self.producers.values()):
@@ -171,31 +178,25 @@ class PersistentTopic(TopicProducers):
         return self.terminated_at
 
     # ---- subscriptions ---------------------------------------------------------------------
-    async def subscribe(self, name: str, durable: bool, initial_position: str, start: Position | None, *,
-                        sub_type: int = SubType.Exclusive, read_compacted: bool = False,
-                        replicate_state: bool | None = None) -> Subscription:
-        """The subscription `name`, created when missing.
-
-        durable: cursor kept on disk, created at initial_position ("latest" | "earliest").
-        non-durable (readers): start is the first position to read (inclusive; the client drops it
-        itself when the reader is exclusive), EARLIEST for the beginning, None for the end — as
-        Pulsar's NonDurableCursorImpl places a cursor at a start message id.
-        read_compacted: only on Exclusive and Failover (NotAllowedError otherwise, as Pulsar).
-        replicate_state: PIP-33's tri-state replicate_subscription_state (None: not given).
-        """
+    async def subscribe(self, spec: SubscriptionSpec, sub_type: int = SubType.Exclusive,
+                        read_compacted: bool = False) -> Subscription:
+        """The subscription spec names, created when missing (SubscriptionSpec says how: a durable
+        cursor at its initial position, or a reader's cursor at its start, as Pulsar's
+        NonDurableCursorImpl places a cursor at a start message id).
+        read_compacted: only on Exclusive and Failover (NotAllowedError otherwise, as Pulsar)."""
         if read_compacted and sub_type not in (SubType.Exclusive, SubType.Failover):
             raise NotAllowedError("readCompacted only allowed on failover or exclusive subscriptions")
-        subscription = self.subscriptions.get(name)
+        subscription = self.subscriptions.get(spec.name)
         if subscription is None:
-            if durable:
-                cursor = await self.ledger.open_cursor(name, initial_position)
+            if spec.durable:
+                cursor = await self.ledger.open_cursor(spec.name, spec.initial_position)
             else:
-                cursor = self.ledger.new_non_durable_cursor(start, inclusive=True)
-            subscription = Subscription(self, name, cursor, durable)
-            if (start == EARLIEST) if not durable else (initial_position == "earliest"):
+                cursor = self.ledger.new_non_durable_cursor(spec.start, inclusive=True)
+            subscription = Subscription(self, spec.name, cursor, spec.durable)
+            if spec.starts_at_earliest:
                 subscription.compacted_read_start = EARLIEST
-            self.subscriptions[name] = subscription
-        self.replication.subscribe_requested(subscription, replicate_state)
+            self.subscriptions[spec.name] = subscription
+        self.replication.subscribe_requested(subscription, spec.replicate_state)
         return subscription
 
     async def remove_subscription(self, name: str) -> None:
@@ -216,7 +217,7 @@ class PersistentTopic(TopicProducers):
             return
         grace = subscription.reset_grace_until - time.monotonic()
         if grace > 0:
-            asyncio.get_running_loop().call_later(grace, lambda: self.broker.spawn(self.consumer_closed(subscription)))
+            asyncio.get_running_loop().call_later(grace, lambda: self.context.spawn(self.consumer_closed(subscription)))
             return
         await self.remove_subscription(subscription.name)
 
@@ -235,7 +236,7 @@ class PersistentTopic(TopicProducers):
     def stats(self) -> dict:
         """Pulsar TopicStats fields (names as in the admin API)."""
         return {
-            "msgInCounter": sum(p.msg_in for p in self.producers.values()),
+            "msgInCounter": self.msg_in_counter,
             "storageSize": self.ledger.total_size,
             "numberOfEntries": self.ledger.number_of_entries,
             "lastConfirmedEntry": str(self.ledger.last_confirmed_position),

@@ -19,7 +19,7 @@ from minipulsar.broker.topic import TERMINATED_KEY
 from minipulsar.broker.topic_name import TopicName
 
 if TYPE_CHECKING:
-    from minipulsar.broker.server import Broker
+    from minipulsar.broker.broker import Broker
     from minipulsar.broker.topic import PersistentTopic
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ import pulsar
 import pytest
 
 from minipulsar.broker.config import build_config
-from minipulsar.broker.server import Broker
+from minipulsar.broker.broker import Broker
 from minipulsar.broker.topic_name import TopicName
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -46,10 +46,10 @@ class Dispatcher:
         self.consumers: list[Consumer] = []
         self.redelivery = RedeliverySet()
         self.redelivery_tracker = RedeliveryTracker(
-            self.counts_redeliveries and subscription.topic.broker.config.subscription_redelivery_tracker_enabled)
+            self.counts_redeliveries and subscription.topic.context.config.subscription_redelivery_tracker_enabled)
         self.max_read_entries = max_read_entries
         self.max_read_bytes = max_read_bytes
-        self.held = HeldEntries(subscription.topic.broker.held_budget)
+        self.held = HeldEntries(subscription.topic.context.held_budget)
         self._read_task: asyncio.Task | None = None
         self._generation = 0  # bumped by reset(): reads that started before it are discarded
         self._wanted = False  # a wake-up arrived while a read was running

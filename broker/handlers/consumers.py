@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from minipulsar.broker.consumer import Consumer
 from minipulsar.broker.errors import NotAllowedError
 from minipulsar.broker.message_id import INT64_MAX, acked_entries, position_of, set_message_id
-from minipulsar.broker.topic import EARLIEST, is_system_cursor
+from minipulsar.broker.specs import ConsumerSpec, SubscriptionSpec
+from minipulsar.broker.topic import EARLIEST, check_subscription_name
 from minipulsar.broker.topic_name import TopicName
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.proto.frames import Frame
@@ -45,44 +46,49 @@ async def handle_subscribe(conn: "ServerConnection", frame: Frame) -> None:
         await _subscribe(conn, request)
 
 
-async def _subscribe(conn: "ServerConnection", request: api.CommandSubscribe) -> None:
-    broker = conn.broker
-    if not request.subscription:
-        raise NotAllowedError("empty subscription name")
-    if is_system_cursor(request.subscription, broker.replicator_prefix):
-        raise NotAllowedError(f"Subscription with reserved subscription name attempted: {request.subscription}")
-    broker.security.check_consume(conn, TopicName.parse(request.topic))  # AuthorizationError
-    topic = await broker.get_topic(TopicName.parse(request.topic), create=request.force_topic_creation)
-    if request.HasField("schema") and request.schema.type != api.Schema.Type.Value("None"):
-        await broker.schemas.check_for_consumer(topic.name, request.schema, topic.is_idle())  # IncompatibleSchema
-    initial = "earliest" if request.initialPosition == api.CommandSubscribe.Earliest else "latest"
-    state = request.replicate_subscription_state if request.HasField("replicate_subscription_state") else None
-    subscription = await topic.subscribe(request.subscription, request.durable, initial, _reader_start(request),
-                                         sub_type=request.subType, read_compacted=request.read_compacted,
-                                         replicate_state=state)
-    consumer = Consumer(
-        subscription, conn, request.consumer_id,
-        request.consumer_name or f"consumer-{request.consumer_id}", request.subType,
+def subscription_spec(request: api.CommandSubscribe) -> SubscriptionSpec:
+    """What the SUBSCRIBE command asks for about the subscription, in the domain's terms."""
+    return SubscriptionSpec(
+        name=request.subscription,
+        durable=request.durable,
+        initial_position="earliest" if request.initialPosition == api.CommandSubscribe.Earliest else "latest",
+        start=_reader_start(request),
+        replicate_state=request.replicate_subscription_state if request.HasField("replicate_subscription_state") else None,
+    )
+
+
+def consumer_spec(request: api.CommandSubscribe) -> ConsumerSpec:
+    """What the SUBSCRIBE command asks for about the consumer; KeySharedMeta absent on Key_Shared
+    means AUTO_SPLIT, as in Pulsar."""
+    meta = request.keySharedMeta if request.HasField("keySharedMeta") else None
+    return ConsumerSpec(
+        consumer_id=request.consumer_id,
+        name=request.consumer_name or f"consumer-{request.consumer_id}",
+        sub_type=request.subType,
         priority_level=request.priority_level,
         epoch=request.consumer_epoch if request.HasField("consumer_epoch") else None,
         metadata={kv.key: kv.value for kv in request.metadata},
+        read_compacted=request.read_compacted,
+        key_shared_mode=meta.keySharedMode if meta is not None else api.AUTO_SPLIT,
+        hash_ranges=tuple((r.start, r.end) for r in meta.hashRanges) if meta is not None else (),
+        allow_out_of_order=meta.allowOutOfOrderDelivery if meta is not None else False,
     )
-    consumer.read_compacted = request.read_compacted
-    if request.HasField("keySharedMeta"):  # absent on Key_Shared means AUTO_SPLIT, as in Pulsar
-        meta = request.keySharedMeta
-        consumer.key_shared_mode = meta.keySharedMode
-        consumer.hash_ranges = [(r.start, r.end) for r in meta.hashRanges]
-        consumer.allow_out_of_order = meta.allowOutOfOrderDelivery
-    if conn.closed:
+
+
+async def _subscribe(conn: "ServerConnection", request: api.CommandSubscribe) -> None:
+    broker = conn.broker
+    check_subscription_name(request.subscription, broker.config.replicator_prefix)  # NotAllowedError
+    name = TopicName.parse(request.topic)
+    broker.security.check_consume(conn, name)  # AuthorizationError
+    topic = await broker.get_topic(name, create=request.force_topic_creation)
+    consumer = await topic.attach_consumer(conn, subscription_spec(request), consumer_spec(request),
+                                           request.schema if request.HasField("schema") else None)
+    if consumer is None:  # the connection closed meanwhile
         return
-    try:
-        subscription.add_consumer(consumer)
-    except Exception:
-        await topic.consumer_closed(subscription)
-        raise
     conn.consumers[request.consumer_id] = consumer
     conn.send_success(request.request_id)
-    log.info("%s: consumer %s subscribed to %s/%s", conn.peer_address, consumer.name, topic.name, subscription.name)
+    log.info("%s: consumer %s subscribed to %s/%s", conn.peer_address, consumer.name, topic.name,
+             consumer.subscription.name)
 
 
 def _consumer(conn: "ServerConnection", consumer_id: int) -> Consumer | None:

@@ -73,7 +73,7 @@ class SnapshotController:
 
     def __init__(self, owner: "TopicReplication"):
         self.owner = owner
-        config = owner.topic.broker.config
+        config = owner.topic.context.config
         self.local = config.cluster_name
         self.frequency = config.replicated_subscriptions_snapshot_frequency_millis / 1000.0
         self.timeout = float(config.replicated_subscriptions_snapshot_timeout_seconds)

@@ -24,6 +24,7 @@ from minipulsar.broker.replication import markers as mk
 from minipulsar.broker.replication.replicator import Replicator
 from minipulsar.broker.replication.snapshot_cache import SnapshotCache
 from minipulsar.broker.replication.snapshot_controller import SnapshotController
+from minipulsar.broker.specs import SubscriptionSpec
 from minipulsar.proto.errors import FrameError
 from minipulsar.storage import Entry, Position
 
@@ -59,9 +60,8 @@ class TopicReplication:
 
     def __init__(self, topic: "PersistentTopic"):
         self.topic = topic
-        broker = topic.broker
-        self.clients = broker.replication
-        self.config = broker.config
+        self.clients = topic.context.replication
+        self.config = topic.context.config
         self.remotes = self.clients.remotes_for(topic.name.namespace_name)
         self.replicators: dict[str, Replicator] = {}
         self.controller: SnapshotController | None = None
@@ -203,7 +203,7 @@ class TopicReplication:
         name = update.subscription_name
         subscription = self.topic.subscriptions.get(name)
         if subscription is None:
-            subscription = await self.topic.subscribe(name, True, "earliest", None)
+            subscription = await self.topic.subscribe(SubscriptionSpec(name, initial_position="earliest"))
             set_replicated(subscription, True)
             log.info("%s: created replicated subscription %s from an update", self.topic.name, name)
         if position <= subscription.cursor.mark_delete_position:

@@ -9,7 +9,7 @@ from aiohttp import web
 from minipulsar.broker.web.errors import bad_request
 
 if TYPE_CHECKING:
-    from minipulsar.broker.server import Broker
+    from minipulsar.broker.broker import Broker
 
 BROKER: web.AppKey["Broker"] = web.AppKey("broker")
 

@@ -42,7 +42,7 @@ from minipulsar.broker.web.context import broker_of
 from minipulsar.broker.web.routes import RouteTable
 
 if TYPE_CHECKING:
-    from minipulsar.broker.server import Broker
+    from minipulsar.broker.broker import Broker
     from minipulsar.broker.subscription import Subscription
     from minipulsar.broker.topic import PersistentTopic
 
@@ -334,7 +334,7 @@ def topic_numbers(topic: "PersistentTopic", sampler: TopicSampler, now: float) -
     throughput_in = sampler.rate(("in", "bytes"), n.bytes_in, now)
 
     replication: dict[str, dict[str, float]] = {}
-    prefix = topic.broker.replicator_prefix + "."
+    prefix = topic.context.replicator_prefix + "."
     inbound: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # remote cluster -> [msgs, bytes] of its replicators
     for producer in list(topic.producers.values()):
         if producer.name.startswith(prefix):

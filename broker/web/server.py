@@ -22,7 +22,7 @@ from minipulsar.broker.web.errors import error_middleware
 from minipulsar.broker.web.routes import OBJECT, RouteTable
 
 if TYPE_CHECKING:
-    from minipulsar.broker.server import Broker
+    from minipulsar.broker.broker import Broker
 
 log = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from minipulsar.broker.errors import TopicBusyError
 from minipulsar.broker.replication.topic_replication import is_replicated, set_replicated
+from minipulsar.broker.specs import SubscriptionSpec
 from minipulsar.broker.topic import is_system_cursor
 from minipulsar.broker.web.context import broker_of, json_body, no_content, query_bool
 from minipulsar.broker.web.errors import bad_request, conflict, not_found
@@ -81,7 +82,7 @@ async def create(request: web.Request) -> web.Response:
     if not name or is_system_cursor(name, broker.replicator_prefix):
         raise bad_request(f"Subscription with reserved subscription name attempted: {name}")
     position = await _message_id(request, LATEST)
-    subscription = await topic.subscribe(name, True, "latest", None)
+    subscription = await topic.subscribe(SubscriptionSpec(name))
     subscription.reset_cursor(position)
     if query_bool(request, "replicated"):
         set_replicated(subscription, True)

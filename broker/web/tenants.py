@@ -106,7 +106,7 @@ async def _store_cluster(request: web.Request, name: str, data: dict) -> None:
     broker = broker_of(request)
     broker.metadata.data.setdefault("clusters", {})[name] = data
     await broker.metadata.save()
-    await broker.replication.reconfigure()
+    await broker.reconfigure_replication()
 
 
 async def delete_cluster(request: web.Request) -> web.Response:
@@ -122,7 +122,7 @@ async def delete_cluster(request: web.Request) -> web.Response:
         raise precondition_failed(f"Cluster {name} is still allowed for tenants {users}")
     del stored[name]
     await broker.metadata.save()
-    await broker.replication.reconfigure()
+    await broker.reconfigure_replication()
     return no_content()
 
 

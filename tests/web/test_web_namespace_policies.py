@@ -191,7 +191,7 @@ def test_backlog_quota_blocks_producers(admin, broker, official, topic, policy, 
             client.create_producer(topic)
     finally:
         client.close()
-    broker.call(broker.broker.backlog_quotas.check_all())  # the periodic check disconnects producers
+    broker.call(broker.broker.check_backlog_quotas())  # the periodic check disconnects producers
     wait_for(lambda: not broker.topic_stats(topic)["publishers"], "the producer to be disconnected")
     assert admin.post(NS + "/backlogQuota", json={**quota, "limitSize": 1_000_000}).status_code == 204
     official.create_producer(topic).send(b"room again")
@@ -207,7 +207,7 @@ def test_backlog_quota_eviction(admin, broker, official, topic):
     backlog_bytes = lambda: broker.run(lambda: broker.broker.backlog_quotas.backlog_bytes(
         broker.broker.topics[topic].subscriptions["slow"]))
     assert backlog_bytes() > 1000
-    broker.call(broker.broker.backlog_quotas.check_all())
+    broker.call(broker.broker.check_backlog_quotas())
     assert 0 < backlog_bytes() <= 1000
     assert 0 < broker.subscription_stats(topic, "slow")["msgBacklog"] < 20
     producer.send(b"still accepted")

@@ -1,4 +1,8 @@
-"""The Broker: the listening socket, the topics it owns, keep-alive, start-up and clean shutdown.
+"""The Broker (Pulsar's BrokerService): the listening sockets, the registry of the topics it owns,
+the periodic jobs over them, keep-alive, start-up and clean shutdown.
+
+Topics do not see the Broker: they get one TopicContext (broker/topic_context.py) with the
+settings, policies, limits, budgets and stores they use.
 
 Use it embedded as an async context manager:
 
@@ -30,11 +34,13 @@ from minipulsar.broker.namespace_policies import NamespacePolicies
 from minipulsar.broker.namespaces import Namespaces
 from minipulsar.broker.non_persistent_topic import NonPersistentTopic
 from minipulsar.broker.publish_buffer import PublishBuffer
+from minipulsar.broker.replication import ReplicationClients
+from minipulsar.broker.replication.misdirection import warn_if_advertised_loopback
 from minipulsar.broker.schema_registry import SchemaRegistry
 from minipulsar.broker.security.service import BrokerSecurity
-from minipulsar.broker.replication import BrokerReplication
 from minipulsar.broker.topic import PersistentTopic
 from minipulsar.broker.topic_admin import TopicAdmin
+from minipulsar.broker.topic_context import TopicContext
 from minipulsar.broker.topic_name import TopicName
 from minipulsar.broker.web.server import WebService
 from minipulsar.storage import ManagedLedgerFactory
@@ -52,7 +58,8 @@ class Broker:
         self.topics: dict[str, PersistentTopic] = {}
         self.non_persistent_topics: dict[str, NonPersistentTopic] = {}  # in memory only (PIP-2)
         self.namespaces = Namespaces(self.metadata, config.extra_namespaces, config.cluster_name, self._topic_namespaces)
-        self.policies = NamespacePolicies(self)
+        self.policies = NamespacePolicies(self.namespaces, config, self.metadata,
+                                          peers=lambda: self.replication.peers(), applied=self.apply_namespace_policies)
         self.schemas = SchemaRegistry(config.data_dir,
                                       lambda name: self.policies.schema_compatibility_strategy(name.namespace_name),
                                       lambda name: self.policies.allow_auto_update_schema(name.namespace_name))
@@ -65,7 +72,7 @@ class Broker:
         # Entries dispatchers hold back for redelivery, kept parsed (broker/dispatchers/held_entries.py).
         self.held_budget = HeldBudget(lambda: (self.config.managed_ledger_cache_size_mb << 20) // 2)
         self.publish_buffer = PublishBuffer(config.max_message_publish_buffer_size_in_mb << 20, self.connections)
-        self.limits = TopicLimits(self)
+        self.limits = TopicLimits(self.policies, self.list_topics, config.replicator_prefix)
         self.lookup_permits = LookupPermits(config.max_concurrent_lookup_request)
         self.inactive_topics = InactiveTopics(self)
         # topic -> [its loading lock, coroutines using it]: one load per topic at a time; the slot
@@ -74,13 +81,19 @@ class Broker:
         self._server: asyncio.base_events.Server | None = None
         self._keepalive: asyncio.Task | None = None
         self._periodic: list[asyncio.Task] = []  # message expiry and backlog quota checks
-        self.backlog_quotas = BacklogQuotas(self)
+        self.backlog_quotas = BacklogQuotas(self.policies, config)
         self._background = BackgroundTasks("broker", log)
         self._producer_names = itertools.count()
         self._instance_id = 0
         self.running = False
         self.replicator_prefix = config.replicator_prefix  # Pulsar replicatorPrefix
-        self.replication = BrokerReplication(self)  # peers, their clients; see broker/replication
+        self.replication = ReplicationClients(  # peers and their clients; see broker/replication
+            config, self.metadata, lambda namespace: self.policies.get(namespace, "replication"),
+            self.security.broker_client_authentication, self.spawn)
+        self.topic_context = TopicContext(
+            config=config, policies=self.policies, limits=self.limits, held_budget=self.held_budget,
+            metadata=self.metadata, schemas=self.schemas, backlog_quotas=self.backlog_quotas,
+            replication=self.replication, spawn=self.spawn, new_producer_name=self.new_producer_name)
         self.web = WebService(self)  # admin REST, HTTP lookup, metrics (broker/web)
         self.topic_admin = TopicAdmin(self)
 
@@ -151,13 +164,14 @@ class Broker:
             loop.create_task(self._every(lambda: self.config.message_expiry_check_interval_in_minutes * 60,
                                          self.expire_messages_by_ttl, "message expiry")),
             loop.create_task(self._every(lambda: self.config.backlog_quota_check_interval_in_seconds,
-                                         self.backlog_quotas.check_all, "backlog quota")),
+                                         self.check_backlog_quotas, "backlog quota")),
             loop.create_task(self._every(lambda: self.config.broker_service_compaction_monitor_interval_in_seconds,
                                          self.compact_topics_over_threshold, "compaction threshold")),
             loop.create_task(self._every(lambda: self.config.broker_delete_inactive_topics_frequency_seconds,
                                          self.inactive_topics.check, "inactive topics")),
         ]
-        await self.replication.start()
+        warn_if_advertised_loopback(self.config, self.replication.peers())
+        await self.load_replicated_topics()
         port = self.config.broker_service_port if self._server is not None else self.config.broker_service_port_tls
         log.info("minipulsar broker listening on %s:%s (advertised %s), data dir %s",
                  self.config.bind_address, port, self.service_url,
@@ -251,6 +265,10 @@ class Broker:
         threshold = self.config.broker_service_compaction_threshold_in_bytes
         return sum(topic.compaction.check_threshold(threshold) for topic in list(self.topics.values()))
 
+    async def check_backlog_quotas(self) -> None:
+        """Enforce the backlog quotas on every loaded topic (Pulsar BrokerService.monitorBacklogQuota)."""
+        await self.backlog_quotas.check_all(self.topics.values())
+
     async def apply_namespace_policies(self, namespace: str, policy: str) -> None:
         """The namespace's `policy` changed: its loaded topics take it up now; a change of its
         replication clusters also starts and stops replicators (which lists the stored topics)."""
@@ -258,7 +276,27 @@ class Broker:
             if topic.name.namespace_name == namespace:
                 await topic.apply_policies()
         if policy == "replication":
-            await self.replication.reconfigure()
+            await self.reconfigure_replication()
+
+    async def reconfigure_replication(self) -> None:
+        """Clusters or replication policies changed: every loaded topic starts and stops its
+        replicators to match, and stored topics of namespaces that now replicate are loaded."""
+        for topic in list(self.topics.values()):
+            await topic.replication.update()
+        await self.load_replicated_topics()
+
+    async def load_replicated_topics(self) -> None:
+        """Load every stored topic of a replicated namespace: topics load lazily, on their first
+        lookup, producer or consumer, but a replicated topic must run while nobody uses it here, or
+        its replication backlog would wait for a client."""
+        for storage_name in self.factory.list_names():
+            name = TopicName.from_storage_name(storage_name)
+            if name.domain == "persistent" and str(name) not in self.topics \
+                    and self.replication.remotes_for(name.namespace_name):
+                try:
+                    await self.get_topic(name, create=False)
+                except Exception:  # noqa: BLE001 - one bad topic must not stop the broker
+                    log.exception("cannot load replicated topic %s", name)
 
     def spawn(self, coro) -> None:
         """Run a background coroutine the broker waits for at shutdown; errors are logged."""
@@ -302,7 +340,7 @@ class Broker:
         self.namespaces.check(name)
         if not explicit and not (create and self.config.allow_auto_topic_creation):
             raise TopicNotFoundError(f"Topic {name} does not exist")
-        topic = self.non_persistent_topics[str(name)] = NonPersistentTopic(self, name)
+        topic = self.non_persistent_topics[str(name)] = NonPersistentTopic(self.topic_context, name)
         log.info("created non-persistent topic %s", name)
         return topic
 
@@ -315,7 +353,7 @@ class Broker:
         if not exists and not self._listed_partition(name):
             self.limits.check_new_topics(name, 1)  # TopicQuotaError
         ledger = await self.factory.open(name.storage_name, self.policies.retention(name.namespace_name))
-        topic = PersistentTopic(self, name, ledger)
+        topic = PersistentTopic(self.topic_context, name, ledger)
         await topic.initialize()
         self.topics[str(name)] = topic
         if not exists:
