@@ -10,7 +10,7 @@ import sys
 import pulsar
 import pytest
 
-from minipulsar.broker.cli import main
+from minipulsar.cli import main
 from tests.conftest import ROOT, free_port
 from tests.integration.helpers import wait_for
 

@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from minipulsar import __version__
-from minipulsar.broker.commands import admin, broker, client, perf, tokens
+from minipulsar.cli import admin, broker, client, perf, tokens
 
 VERB_GROUPS = (broker, client, perf, admin, tokens)
 

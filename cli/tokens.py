@@ -27,7 +27,7 @@ from pathlib import Path
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from minipulsar.broker.commands.admin.args import relative_seconds
+from minipulsar.cli.admin.args import relative_seconds
 from minipulsar.broker.security import keys
 
 EXIT_FAILURE = 1

@@ -24,11 +24,11 @@ import time
 from dataclasses import dataclass
 
 from minipulsar import client as bundled_client
-from minipulsar.broker.commands import perf_official
-from minipulsar.broker.commands.perf_stats import (Recorder, consume_interval_line, consume_summary_lines,
-                                              produce_interval_line, produce_summary_lines)
-from minipulsar.broker.commands.runtime import (RateLimiter, UsageError, configure_logging, describe, non_negative_int,
-                                           positive_float, positive_int, run_verb)
+from minipulsar.cli import perf_official
+from minipulsar.cli.perf_stats import (Recorder, consume_interval_line, consume_summary_lines,
+                                       produce_interval_line, produce_summary_lines)
+from minipulsar.cli.runtime import (RateLimiter, UsageError, configure_logging, describe, non_negative_int,
+                                    positive_float, positive_int, run_verb)
 from minipulsar.broker.topic_name import TopicName
 
 log = logging.getLogger(__name__)

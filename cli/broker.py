@@ -16,7 +16,7 @@ import signal
 import sys
 
 from minipulsar import __version__
-from minipulsar.broker.commands.runtime import configure_logging, install_uvloop
+from minipulsar.cli.runtime import configure_logging, install_uvloop
 from minipulsar.broker.config import ConfigError, build_config, env_overrides, parse_conf_file, unused_keys_report
 from minipulsar.broker.server import Broker
 from minipulsar.storage import StorageError
