@@ -3,7 +3,8 @@
 Settings come from --config (broker.conf-style key=value lines with Pulsar key names), then
 MINIPULSAR_<key> environment variables, then the flags below. A bad value stops start-up with a
 message naming the key (exit status 2); a broker that cannot start (port taken, unreadable data
-folder) exits with status 1.
+folder) exits with status 1. `minipulsar standalone` (minipulsar.cli.standalone) takes the same
+flags and runs the broker through `run`.
 """
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ import signal
 import sys
 
 from minipulsar import __version__
-from minipulsar.cli.runtime import configure_logging, install_uvloop
 from minipulsar.broker.config import ConfigError, build_config, env_overrides, parse_conf_file, unused_keys_report
 from minipulsar.broker.server import Broker
+from minipulsar.cli.runtime import configure_logging, install_uvloop
 from minipulsar.storage import StorageError
 
 log = logging.getLogger("minipulsar")
@@ -39,18 +40,23 @@ _FLAGS = {
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register `broker` on the root parser's sub-commands; returns its parser."""
     broker = subparsers.add_parser("broker", help="run a broker", description=__doc__.splitlines()[0])
-    broker.add_argument("--config", help="broker.conf-style file of key=value lines (Pulsar key names)")
-    broker.add_argument("--data-dir", help="where ledgers and cursors live (default ./data)")
-    broker.add_argument("--broker-service-port", help="binary protocol port (default 6650)")
-    broker.add_argument("--web-service-port", help="HTTP admin port (default 8080)")
-    broker.add_argument("--bind-address", help="address to listen on (default 0.0.0.0)")
-    broker.add_argument("--advertised-address", help="host clients are told to connect to")
-    broker.add_argument("--cluster-name", help="this broker's cluster name (default standalone)")
-    broker.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
-                        help="DEBUG, INFO, WARNING, ERROR (default INFO)")
-    broker.add_argument("--version", action="version", version=f"minipulsar {__version__}")
+    add_broker_flags(broker)
     broker.set_defaults(run=run)
     return broker
+
+
+def add_broker_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of the verbs that run a broker (`broker`, `standalone`), which `run` reads."""
+    parser.add_argument("--config", help="broker.conf-style file of key=value lines (Pulsar key names)")
+    parser.add_argument("--data-dir", help="where ledgers and cursors live (default ./data)")
+    parser.add_argument("--broker-service-port", help="binary protocol port (default 6650)")
+    parser.add_argument("--web-service-port", help="HTTP admin port (default 8080)")
+    parser.add_argument("--bind-address", help="address to listen on (default 0.0.0.0)")
+    parser.add_argument("--advertised-address", help="host clients are told to connect to")
+    parser.add_argument("--cluster-name", help="this broker's cluster name (default standalone)")
+    parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
+                        help="DEBUG, INFO, WARNING, ERROR (default INFO)")
+    parser.add_argument("--version", action="version", version=f"minipulsar {__version__}")
 
 
 def report_unused_keys(extra: dict[str, str]) -> None:
@@ -94,7 +100,8 @@ def tune_garbage_collector() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The `broker` verb: 0 after a clean shutdown, 2 on a bad setting, 1 if it cannot start."""
+    """The `broker` (and `standalone`) verb: 0 after a clean shutdown, 2 on a bad setting, 1 if it
+    cannot start."""
     configure_logging(args.log_level)
     try:
         config = load_config(args)

@@ -159,8 +159,8 @@ def test_perf_produce_stops_on_ctrl_c_with_its_summary(broker, topic):
 
 # ---- every verb keeps --help -----------------------------------------------------------------
 
-@pytest.mark.parametrize("verb", [("broker",), ("client",), ("client", "produce"), ("client", "consume"),
-                                  ("perf",), ("perf", "produce"), ("perf", "consume")])
+@pytest.mark.parametrize("verb", [("broker",), ("standalone",), ("client",), ("client", "produce"),
+                                  ("client", "consume"), ("perf",), ("perf", "produce"), ("perf", "consume")])
 def test_every_verb_has_help(verb, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([*verb, "--help"])
