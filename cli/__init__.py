@@ -11,6 +11,12 @@ Each verb group is one module of this package with `add_parser(subparsers)`: it 
 sub-command (and its own verbs) and sets `run`, a function Namespace -> exit status, as the parser
 default. A new group is a new module appended to VERB_GROUPS. `runtime` is what the verbs share
 (logging, uvloop, one-line errors, exit statuses, rate limiting).
+
+The command line is a client of the broker, as Apache Pulsar's tools are kept outside
+pulsar-broker: admin, client and perf import minipulsar.client and minipulsar.proto, never
+minipulsar.broker. Only the verbs that run a broker (broker, standalone) import it, and tokens
+reads keys with the broker's own key module; both do so when the verb runs.
+tests/unit/test_cli_room.py holds that line.
 """
 from __future__ import annotations
 

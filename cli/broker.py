@@ -5,6 +5,10 @@ MINIPULSAR_<key> environment variables, then the flags below. A bad value stops 
 message naming the key (exit status 2); a broker that cannot start (port taken, unreadable data
 folder) exits with status 1. `minipulsar standalone` (minipulsar.cli.standalone) takes the same
 flags and runs the broker through `run`.
+
+minipulsar.broker is imported when the verb runs, not at import: the router (minipulsar.cli)
+builds every verb's parser on each call, and `minipulsar admin|client|perf|tokens` never need the
+broker (importing it would add about 0.1 s to each of them).
 """
 from __future__ import annotations
 
@@ -17,10 +21,7 @@ import signal
 import sys
 
 from minipulsar import __version__
-from minipulsar.broker.config import ConfigError, build_config, env_overrides, parse_conf_file, unused_keys_report
-from minipulsar.broker.server import Broker
 from minipulsar.cli.runtime import configure_logging, install_uvloop
-from minipulsar.storage import StorageError
 
 log = logging.getLogger("minipulsar")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -62,6 +63,8 @@ def add_broker_flags(parser: argparse.ArgumentParser) -> None:
 def report_unused_keys(extra: dict[str, str]) -> None:
     """One INFO line for Pulsar keys minipulsar does not use; a WARNING for each key that is
     neither, naming the closest known key (most likely a typo: the setting has no effect)."""
+    from minipulsar.broker.config import unused_keys_report
+
     pulsar, unknown = unused_keys_report(extra)
     if pulsar:
         log.info("ignoring Pulsar config keys minipulsar does not use: %s", ", ".join(pulsar))
@@ -72,6 +75,8 @@ def report_unused_keys(extra: dict[str, str]) -> None:
 
 def load_config(args: argparse.Namespace):
     """The BrokerConfig from file, environment and flags; raises ConfigError."""
+    from minipulsar.broker.config import build_config, env_overrides, parse_conf_file
+
     file_values = parse_conf_file(args.config) if args.config else {}
     flag_values = {key: getattr(args, attr) for attr, key in _FLAGS.items() if getattr(args, attr) is not None}
     return build_config(file_values, env_overrides(os.environ), flag_values)
@@ -79,6 +84,8 @@ def load_config(args: argparse.Namespace):
 
 async def run_broker(config) -> None:
     """Run until SIGTERM or SIGINT, then shut down cleanly."""
+    from minipulsar.broker.server import Broker
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -102,6 +109,9 @@ def tune_garbage_collector() -> None:
 def run(args: argparse.Namespace) -> int:
     """The `broker` (and `standalone`) verb: 0 after a clean shutdown, 2 on a bad setting, 1 if it
     cannot start."""
+    from minipulsar.broker.config import ConfigError
+    from minipulsar.storage import StorageError
+
     configure_logging(args.log_level)
     try:
         config = load_config(args)
