@@ -246,7 +246,7 @@ def describe_checkout() -> str:
     def git(*argv: str) -> str:
         return subprocess.run(["git", *argv], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 
-    changed = git("status", "--porcelain", "--", "broker", "storage", "proto", "client", "minipulsar")
+    changed = git("status", "--porcelain", "--", "broker", "cli", "storage", "proto", "client", "minipulsar")
     count = len(changed.splitlines())
     head = f"HEAD {git('rev-parse', '--short', 'HEAD')}"
     return f"{head} + {count} uncommitted files in the product" if count else head

@@ -1,1 +1,2 @@
-"""The minipulsar broker: asyncio server, topics, subscriptions, dispatchers, config and CLI."""
+"""The minipulsar broker: asyncio server, topics, subscriptions, dispatchers and config (the command
+line that runs it is minipulsar.cli)."""

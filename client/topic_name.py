@@ -6,7 +6,7 @@ partitions are "<topic>-partition-<i>". Raises InvalidTopicName. Source: Pulsar 
 from __future__ import annotations
 
 from minipulsar.client.exceptions import InvalidTopicName
-from minipulsar.proto.topic_name import PARTITION_SUFFIX, partition_index, partition_name, split_topic_name
+from minipulsar.proto.topic_name import PARTITION_SUFFIX, full_topic_name, partition_index, partition_name
 
 __all__ = ["PARTITION_SUFFIX", "normalize", "partition_index", "partition_name"]
 
@@ -14,7 +14,6 @@ __all__ = ["PARTITION_SUFFIX", "normalize", "partition_index", "partition_name"]
 def normalize(name: str) -> str:
     """The fully qualified form of name; raises InvalidTopicName."""
     try:
-        domain, tenant, namespace, local = split_topic_name(name)
+        return full_topic_name(name)
     except ValueError as exc:
         raise InvalidTopicName(str(exc)) from None
-    return f"{domain}://{tenant}/{namespace}/{local}"

@@ -1,6 +1,6 @@
 """`python -m minipulsar ...`: the same command line as the `minipulsar` script."""
 import sys
 
-from minipulsar.broker.cli import main
+from minipulsar.cli import main
 
 sys.exit(main())

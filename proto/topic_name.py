@@ -36,6 +36,12 @@ def split_topic_name(name: str) -> tuple[str, str, str, str]:
     return domain, parts[0], parts[1], parts[2]
 
 
+def full_topic_name(name: str) -> str:
+    """'domain://tenant/namespace/local-name' of a full or short name; raises ValueError."""
+    domain, tenant, namespace, local = split_topic_name(name)
+    return f"{domain}://{tenant}/{namespace}/{local}"
+
+
 def partition_index(name: str) -> int:
     """The partition index in a partition's (local or full) name, -1 for any other topic."""
     match = _PARTITION_RE.match(name)

@@ -116,10 +116,13 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    """`python -m minipulsar broker ...` as a child process, the way users run it."""
+    """`python -m minipulsar broker ...` (or another verb that runs a broker, such as `standalone`)
+    as a child process, the way users run it."""
 
-    def __init__(self, data_dir: Path, port: int | None = None, extra_args: tuple[str, ...] = (), env=None):
+    def __init__(self, data_dir: Path, port: int | None = None, extra_args: tuple[str, ...] = (), env=None,
+                 verb: str = "broker"):
         self.data_dir = data_dir
+        self.verb = verb
         self.port = port or free_port()
         self.extra_args = extra_args
         self.env = {**os.environ, **(env or {})}
@@ -131,7 +134,7 @@ class BrokerProcess:
         return f"pulsar://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 20) -> "BrokerProcess":
-        cmd = [sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(self.data_dir),
+        cmd = [sys.executable, "-m", "minipulsar", self.verb, "--data-dir", str(self.data_dir),
                "--broker-service-port", str(self.port), "--web-service-port", "0", "--bind-address", "127.0.0.1",
                *self.extra_args]
         self._log = open(self.log_path, "ab")

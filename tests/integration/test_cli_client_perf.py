@@ -10,7 +10,7 @@ import sys
 import pulsar
 import pytest
 
-from minipulsar.broker.cli import main
+from minipulsar.cli import main
 from tests.conftest import ROOT, free_port
 from tests.integration.helpers import wait_for
 
@@ -159,8 +159,8 @@ def test_perf_produce_stops_on_ctrl_c_with_its_summary(broker, topic):
 
 # ---- every verb keeps --help -----------------------------------------------------------------
 
-@pytest.mark.parametrize("verb", [("broker",), ("client",), ("client", "produce"), ("client", "consume"),
-                                  ("perf",), ("perf", "produce"), ("perf", "consume")])
+@pytest.mark.parametrize("verb", [("broker",), ("standalone",), ("client",), ("client", "produce"),
+                                  ("client", "consume"), ("perf",), ("perf", "produce"), ("perf", "consume")])
 def test_every_verb_has_help(verb, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([*verb, "--help"])

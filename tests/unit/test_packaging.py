@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-ROOMS = ("broker", "client", "pipeline", "proto", "storage")
+ROOMS = ("broker", "cli", "client", "pipeline", "proto", "storage")
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from minipulsar.broker.cli import parser
-from minipulsar.broker.commands.admin.args import byte_size, message_position, relative_seconds
-from minipulsar.broker.commands.admin.messages import pretty_hex_dump
+from minipulsar.cli import parser
+from minipulsar.cli.admin.args import byte_size, message_position, relative_seconds
+from minipulsar.cli.admin.messages import pretty_hex_dump
 from tests.conftest import ROOT, free_port
 from tests.integration.helpers import wait_for
 from tests.web.conftest import rest_path

@@ -18,7 +18,7 @@ import argparse
 from typing import Awaitable, Callable
 from urllib.parse import quote
 
-from minipulsar.proto.topic_name import split_topic_name
+from minipulsar.proto.topic_name import full_topic_name
 
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 _BYTES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -53,10 +53,9 @@ def enable_disable(parser: argparse.ArgumentParser, what: str) -> None:
 def topic_name(text: str) -> str:
     """A full topic name from a full or short one."""
     try:
-        domain, tenant, namespace, local = split_topic_name(text)
+        return full_topic_name(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-    return f"{domain}://{tenant}/{namespace}/{local}"
 
 
 def namespace_name(text: str) -> str:

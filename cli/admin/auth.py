@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from minipulsar.broker.commands.runtime import UsageError
+from minipulsar.cli.runtime import UsageError
 from minipulsar.client.auth import Authentication, create_authentication
 
 

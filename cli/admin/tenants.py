@@ -8,8 +8,8 @@ create without -c allows every cluster (pulsar-admin asks for the list); update 
 """
 from __future__ import annotations
 
-from minipulsar.broker.commands.admin.args import add_verb, comma_list, segment
-from minipulsar.broker.commands.admin.http import show
+from minipulsar.cli.admin.args import add_verb, comma_list, segment
+from minipulsar.cli.admin.http import show
 
 TENANTS = "/admin/v2/tenants"
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import time
 
-from minipulsar.broker.commands.admin.args import (add_verb, enable_disable, message_position, relative_millis,
-                                              relative_seconds, segment, topic_path, with_topic)
-from minipulsar.broker.commands.admin.http import show
-from minipulsar.broker.commands.runtime import UsageError
+from minipulsar.cli.admin.args import (add_verb, enable_disable, message_position, relative_millis,
+                                       relative_seconds, segment, topic_path, with_topic)
+from minipulsar.cli.admin.http import show
+from minipulsar.cli.runtime import UsageError
 
 
 def add_verbs(verbs) -> None:

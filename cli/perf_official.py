@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import types
 
-from minipulsar.broker.commands.runtime import UsageError
+from minipulsar.cli.runtime import UsageError
 
 _RECEIVE_POLL_MS = 1000  # a blocked receive() returns this often, so cancellation is noticed
 

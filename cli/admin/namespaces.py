@@ -9,8 +9,8 @@ The policy verbs (set-/get-/remove-...) are in namespace_policies.
 """
 from __future__ import annotations
 
-from minipulsar.broker.commands.admin.args import add_verb, comma_list, namespace_name, namespace_path, segment
-from minipulsar.broker.commands.admin.http import show
+from minipulsar.cli.admin.args import add_verb, comma_list, namespace_name, namespace_path, segment
+from minipulsar.cli.admin.http import show
 
 MODES = ("persistent", "non_persistent", "all")
 

@@ -40,12 +40,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from minipulsar.broker.commands.admin import (brokers, clusters, messages, namespace_policies,
-                               namespaces, permissions, schemas, subscriptions, tenants,
-                               topics)
-from minipulsar.broker.commands.admin.auth import add_auth_arguments, authentication_of
-from minipulsar.broker.commands.admin.http import DEFAULT_ADMIN_URL, AdminClient, AdminError
-from minipulsar.broker.commands.runtime import EXIT_FAILURE, UsageError, positive_float, run_verb
+from minipulsar.cli.admin import (brokers, clusters, messages, namespace_policies,
+                                  namespaces, permissions, schemas, subscriptions, tenants,
+                                  topics)
+from minipulsar.cli.admin.auth import add_auth_arguments, authentication_of
+from minipulsar.cli.admin.http import DEFAULT_ADMIN_URL, AdminClient, AdminError
+from minipulsar.cli.runtime import EXIT_FAILURE, UsageError, positive_float, run_verb
 
 DEFAULT_REQUEST_TIMEOUT = 60.0
 # group name, its help, the modules that add its verbs

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from minipulsar.broker.commands.admin.args import add_verb, topic_path, with_topic
-from minipulsar.broker.commands.admin.http import show
+from minipulsar.cli.admin.args import add_verb, topic_path, with_topic
+from minipulsar.cli.admin.http import show
 
 PROPERTY_PREFIX = "X-Pulsar-PROPERTY-"
 

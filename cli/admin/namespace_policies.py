@@ -17,10 +17,10 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from minipulsar.broker.commands.admin.args import (add_verb, byte_size, comma_list, enable_disable, namespace_name,
-                                              namespace_path, relative_millis, relative_seconds)
-from minipulsar.broker.commands.admin.http import NO_BODY, show
-from minipulsar.broker.commands.runtime import UsageError
+from minipulsar.cli.admin.args import (add_verb, byte_size, comma_list, enable_disable, namespace_name,
+                                       namespace_path, relative_millis, relative_seconds)
+from minipulsar.cli.admin.http import NO_BODY, show
+from minipulsar.cli.runtime import UsageError
 
 QUOTA_TYPES = ("destination_storage", "message_age")
 QUOTA_POLICIES = ("producer_request_hold", "producer_exception", "consumer_backlog_eviction")

@@ -16,9 +16,9 @@ import asyncio
 import logging
 
 from minipulsar import client
-from minipulsar.broker.commands.admin.auth import add_auth_arguments, authentication_of
-from minipulsar.broker.commands.runtime import (RateLimiter, UsageError, configure_logging, non_negative_int, positive_float,
-                                           positive_int, run_verb)
+from minipulsar.cli.admin.auth import add_auth_arguments, authentication_of
+from minipulsar.cli.runtime import (RateLimiter, UsageError, configure_logging, non_negative_int, positive_float,
+                                    positive_int, run_verb)
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,15 @@ from pathlib import Path
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from minipulsar.broker.commands.admin.args import relative_seconds
-from minipulsar.broker.security import keys
+
+from minipulsar.cli.admin.args import relative_seconds
+
+# Key material is read by minipulsar.broker.security.keys, the module the broker's token
+# authentication reads tokenSecretKey/tokenPublicKey with, so a key this verb accepts is one the
+# broker accepts (Apache Pulsar's `pulsar tokens`, TokensCliUtils, likewise lives in pulsar-broker
+# and uses the broker's AuthTokenUtils). It is imported inside the functions that use it, never at
+# the top: the rest of the cli room, and importing this module, stay free of minipulsar.broker
+# (tests/unit/test_cli_room.py). Building the parser loads keys alone (its algorithm names).
 
 EXIT_FAILURE = 1
 SECRET_BYTES = {"HS256": 32, "HS384": 48, "HS512": 64}
@@ -42,6 +49,8 @@ class TokensError(Exception):
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register `tokens` and its verbs on the root parser's sub-commands."""
+    from minipulsar.broker.security import keys
+
     tokens = subparsers.add_parser("tokens", help="create keys and JWT tokens (as pulsar tokens)",
                                    description="Create and check the keys and tokens of token authentication, "
                                                "as Pulsar's `pulsar tokens` tool.")
@@ -96,6 +105,8 @@ def _token_source(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """A tokens verb: 0 on success, 1 with one line on stderr when it fails."""
+    from minipulsar.broker.security import keys
+
     try:
         args.action(args)
     except (TokensError, keys.KeyMaterialError, OSError) as exc:
@@ -129,6 +140,8 @@ def create_key_pair(args: argparse.Namespace) -> None:
 # ---- tokens --------------------------------------------------------------------------------
 def _one_key(args: argparse.Namespace, loader):
     """The key of -sk or -pk (exactly one), loaded."""
+    from minipulsar.broker.security import keys
+
     if (args.secret_key is None) == (args.key_pair_key is None):
         raise TokensError("pass exactly one of --secret-key and the key pair's key (-pk)")
     key = keys.secret_key(args.secret_key) if args.secret_key is not None else loader(args.key_pair_key)
@@ -138,6 +151,8 @@ def _one_key(args: argparse.Namespace, loader):
 
 
 def create_token(args: argparse.Namespace) -> None:
+    from minipulsar.broker.security import keys
+
     key = _one_key(args, keys.private_key)
     claims: dict = {"sub": args.subject}
     if args.expiry_time is not None:
@@ -176,6 +191,8 @@ def show_token(args: argparse.Namespace) -> None:
 
 
 def validate_token(args: argparse.Namespace) -> None:
+    from minipulsar.broker.security import keys
+
     key = _one_key(args, keys.public_key)
     try:
         claims = jwt.decode(_read_token(args), key, algorithms=list(keys.verification_algorithms(key)),

@@ -12,9 +12,9 @@ in messages, the subscription verbs in subscriptions.
 """
 from __future__ import annotations
 
-from minipulsar.broker.commands.admin.args import (add_verb, namespace_name, segment, topic_parts, topic_path,
-                                              with_topic)
-from minipulsar.broker.commands.admin.http import show
+from minipulsar.cli.admin.args import (add_verb, namespace_name, segment, topic_parts, topic_path,
+                                       with_topic)
+from minipulsar.cli.admin.http import show
 
 DOMAINS = {"persistent": "persistent", "non_persistent": "non-persistent", "non-persistent": "non-persistent"}
 

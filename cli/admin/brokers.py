@@ -5,8 +5,8 @@
 """
 from __future__ import annotations
 
-from minipulsar.broker.commands.admin.args import add_verb, segment
-from minipulsar.broker.commands.admin.http import show
+from minipulsar.cli.admin.args import add_verb, segment
+from minipulsar.cli.admin.http import show
 
 CONFIGURATION = "/admin/v2/brokers/configuration"
 

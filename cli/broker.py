@@ -3,7 +3,12 @@
 Settings come from --config (broker.conf-style key=value lines with Pulsar key names), then
 MINIPULSAR_<key> environment variables, then the flags below. A bad value stops start-up with a
 message naming the key (exit status 2); a broker that cannot start (port taken, unreadable data
-folder) exits with status 1.
+folder) exits with status 1. `minipulsar standalone` (minipulsar.cli.standalone) takes the same
+flags and runs the broker through `run`.
+
+minipulsar.broker is imported when the verb runs, not at import: the router (minipulsar.cli)
+builds every verb's parser on each call, and `minipulsar admin|client|perf|tokens` never need the
+broker (importing it would add about 0.1 s to each of them).
 """
 from __future__ import annotations
 
@@ -16,10 +21,7 @@ import signal
 import sys
 
 from minipulsar import __version__
-from minipulsar.broker.commands.runtime import configure_logging, install_uvloop
-from minipulsar.broker.config import ConfigError, build_config, env_overrides, parse_conf_file, unused_keys_report
-from minipulsar.broker.broker import Broker
-from minipulsar.storage import StorageError
+from minipulsar.cli.runtime import configure_logging, install_uvloop
 
 log = logging.getLogger("minipulsar")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -39,23 +41,30 @@ _FLAGS = {
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register `broker` on the root parser's sub-commands; returns its parser."""
     broker = subparsers.add_parser("broker", help="run a broker", description=__doc__.splitlines()[0])
-    broker.add_argument("--config", help="broker.conf-style file of key=value lines (Pulsar key names)")
-    broker.add_argument("--data-dir", help="where ledgers and cursors live (default ./data)")
-    broker.add_argument("--broker-service-port", help="binary protocol port (default 6650)")
-    broker.add_argument("--web-service-port", help="HTTP admin port (default 8080)")
-    broker.add_argument("--bind-address", help="address to listen on (default 0.0.0.0)")
-    broker.add_argument("--advertised-address", help="host clients are told to connect to")
-    broker.add_argument("--cluster-name", help="this broker's cluster name (default standalone)")
-    broker.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
-                        help="DEBUG, INFO, WARNING, ERROR (default INFO)")
-    broker.add_argument("--version", action="version", version=f"minipulsar {__version__}")
+    add_broker_flags(broker)
     broker.set_defaults(run=run)
     return broker
+
+
+def add_broker_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of the verbs that run a broker (`broker`, `standalone`), which `run` reads."""
+    parser.add_argument("--config", help="broker.conf-style file of key=value lines (Pulsar key names)")
+    parser.add_argument("--data-dir", help="where ledgers and cursors live (default ./data)")
+    parser.add_argument("--broker-service-port", help="binary protocol port (default 6650)")
+    parser.add_argument("--web-service-port", help="HTTP admin port (default 8080)")
+    parser.add_argument("--bind-address", help="address to listen on (default 0.0.0.0)")
+    parser.add_argument("--advertised-address", help="host clients are told to connect to")
+    parser.add_argument("--cluster-name", help="this broker's cluster name (default standalone)")
+    parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
+                        help="DEBUG, INFO, WARNING, ERROR (default INFO)")
+    parser.add_argument("--version", action="version", version=f"minipulsar {__version__}")
 
 
 def report_unused_keys(extra: dict[str, str]) -> None:
     """One INFO line for Pulsar keys minipulsar does not use; a WARNING for each key that is
     neither, naming the closest known key (most likely a typo: the setting has no effect)."""
+    from minipulsar.broker.config import unused_keys_report
+
     pulsar, unknown = unused_keys_report(extra)
     if pulsar:
         log.info("ignoring Pulsar config keys minipulsar does not use: %s", ", ".join(pulsar))
@@ -66,6 +75,8 @@ def report_unused_keys(extra: dict[str, str]) -> None:
 
 def load_config(args: argparse.Namespace):
     """The BrokerConfig from file, environment and flags; raises ConfigError."""
+    from minipulsar.broker.config import build_config, env_overrides, parse_conf_file
+
     file_values = parse_conf_file(args.config) if args.config else {}
     flag_values = {key: getattr(args, attr) for attr, key in _FLAGS.items() if getattr(args, attr) is not None}
     return build_config(file_values, env_overrides(os.environ), flag_values)
@@ -73,6 +84,8 @@ def load_config(args: argparse.Namespace):
 
 async def run_broker(config) -> None:
     """Run until SIGTERM or SIGINT, then shut down cleanly."""
+    from minipulsar.broker.broker import Broker
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -94,7 +107,11 @@ def tune_garbage_collector() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The `broker` verb: 0 after a clean shutdown, 2 on a bad setting, 1 if it cannot start."""
+    """The `broker` (and `standalone`) verb: 0 after a clean shutdown, 2 on a bad setting, 1 if it
+    cannot start."""
+    from minipulsar.broker.config import ConfigError
+    from minipulsar.storage import StorageError
+
     configure_logging(args.log_level)
     try:
         config = load_config(args)

@@ -24,12 +24,12 @@ import time
 from dataclasses import dataclass
 
 from minipulsar import client as bundled_client
-from minipulsar.broker.commands import perf_official
-from minipulsar.broker.commands.perf_stats import (Recorder, consume_interval_line, consume_summary_lines,
-                                              produce_interval_line, produce_summary_lines)
-from minipulsar.broker.commands.runtime import (RateLimiter, UsageError, configure_logging, describe, non_negative_int,
-                                           positive_float, positive_int, run_verb)
-from minipulsar.broker.topic_name import TopicName
+from minipulsar.cli import perf_official
+from minipulsar.cli.perf_stats import (Recorder, consume_interval_line, consume_summary_lines,
+                                       produce_interval_line, produce_summary_lines)
+from minipulsar.cli.runtime import (RateLimiter, UsageError, configure_logging, describe, non_negative_int,
+                                    positive_float, positive_int, run_verb)
+from minipulsar.proto.topic_name import full_topic_name
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,11 @@ REPORT_INTERVAL_SECONDS = 10.0
 SUBSCRIPTION_TYPES = {"Exclusive": "Exclusive", "Shared": "Shared", "Failover": "Failover", "Key_Shared": "KeyShared"}
 POSITIONS = {"Latest": "Latest", "Earliest": "Earliest"}
 COMPRESSIONS = {"NONE": "NONE", "LZ4": "LZ4", "ZLIB": "ZLib", "ZSTD": "ZSTD", "SNAPPY": "SNAPPY"}
+
+
+class InvalidTopicNameError(ValueError):
+    """A TOPIC that Pulsar's TopicName refuses; run_verb prints it as one line,
+    'minipulsar perf VERB: InvalidTopicNameError: reason', and the status is 1."""
 
 
 # ---- command line --------------------------------------------------------------------------
@@ -131,11 +136,16 @@ def _add_consume(verbs, common: argparse.ArgumentParser) -> None:
 
 def expand_topics(topics: list[str], num_topics: int | None) -> list[str]:
     """The topics to use: as given when num_topics is None or their number; one TOPIC with
-    num_topics > 1 gives TOPIC-0 .. TOPIC-(n-1) (fully qualified). Raises UsageError otherwise."""
+    num_topics > 1 gives TOPIC-0 .. TOPIC-(n-1) (fully qualified). Raises InvalidTopicNameError when
+    that TOPIC is not a topic name, UsageError when the counts disagree."""
     if num_topics is None or len(topics) == num_topics:
         return topics
     if len(topics) == 1:
-        return [f"{TopicName.parse(topics[0])}-{i}" for i in range(num_topics)]
+        try:
+            base = full_topic_name(topics[0])
+        except ValueError as exc:
+            raise InvalidTopicNameError(str(exc)) from None
+        return [f"{base}-{i}" for i in range(num_topics)]
     raise UsageError(f"the number of topic names ({len(topics)}) must be equal to --num-topics ({num_topics})")
 
 

@@ -10,7 +10,7 @@ CmdNamespaces and CmdTopics permission verbs over .../permissions[/{role}].
 """
 from __future__ import annotations
 
-from minipulsar.broker.commands.admin.args import (
+from minipulsar.cli.admin.args import (
     add_verb,
     comma_list,
     namespace_name,
@@ -19,7 +19,7 @@ from minipulsar.broker.commands.admin.args import (
     topic_name,
     topic_path,
 )
-from minipulsar.broker.commands.admin.http import show
+from minipulsar.cli.admin.http import show
 
 
 class _Verbs:

@@ -20,7 +20,7 @@ from typing import Any
 
 import aiohttp
 
-from minipulsar.broker.commands.runtime import describe
+from minipulsar.cli.runtime import describe
 from minipulsar.client.auth import Authentication, AuthenticationTLS
 
 DEFAULT_ADMIN_URL = "http://127.0.0.1:8080"

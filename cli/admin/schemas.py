@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from minipulsar.broker.commands.admin.args import add_verb, segment, topic_parts, with_topic
-from minipulsar.broker.commands.admin.http import AdminError, show
+from minipulsar.cli.admin.args import add_verb, segment, topic_parts, with_topic
+from minipulsar.cli.admin.http import AdminError, show
 
 
 def add_verbs(verbs) -> None:
