@@ -27,15 +27,17 @@ from .position import EARLIEST, Position
 from .range_set import PositionRangeSet
 
 if TYPE_CHECKING:
-    from .ledger import Entry, ManagedLedger
+    from .cursor_ledger import CursorLedger
+    from .entry import Entry
 
 log = logging.getLogger(__name__)
 
 
 class ManagedCursor:
-    """A named cursor over one :class:`ManagedLedger`; create via the ledger, not directly."""
+    """A named cursor over one managed ledger; create via the ledger, not directly. It reaches the
+    ledger only through :class:`storage.cursor_ledger.CursorLedger`."""
 
-    def __init__(self, ledger: "ManagedLedger", name: str, durable: bool, mark_delete: Position,
+    def __init__(self, ledger: "CursorLedger", name: str, durable: bool, mark_delete: Position,
                  state: CursorState | None = None, store_base: str | None = None, slot: int = -1) -> None:
         self.name = name
         self.durable = durable
