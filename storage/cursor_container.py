@@ -24,16 +24,20 @@ if TYPE_CHECKING:
     from concurrent.futures import Executor
 
     from .cursor_ledger import CursorLedger
+    from .ledger_map import LedgerMap
 
 log = logging.getLogger(__name__)
 
 
 class CursorContainer:
-    """The durable cursors of ``ledger``, whose state lives under ``folder`` (the ledger's
-    ``cursors/``); ``on_persisted()`` runs on the loop after each persist of a durable cursor."""
+    """The durable cursors of ``ledger`` (whose ledger map is ``ledger_map``), their state under
+    ``folder`` (the ledger's ``cursors/``); ``on_persisted()`` runs on the loop after each
+    persist of a durable cursor."""
 
-    def __init__(self, ledger: "CursorLedger", folder: str, on_persisted: Callable[[], None]) -> None:
+    def __init__(self, ledger: "CursorLedger", ledger_map: "LedgerMap", folder: str,
+                 on_persisted: Callable[[], None]) -> None:
         self._ledger = ledger
+        self._map = ledger_map
         self.folder = folder
         self._on_persisted = on_persisted
         self._durable: dict[str, ManagedCursor] = {}
@@ -54,19 +58,21 @@ class CursorContainer:
             if state is None:
                 log.error("ledger %s: cursor file %s has no readable state; cursor dropped", self._ledger.name, base)
                 continue
-            self._track(ManagedCursor(self._ledger, state.name, True, state.mark_delete, state, base, slot))
+            cursor = ManagedCursor(self._ledger, self._map, state.name, True, state.mark_delete, state, base, slot)
+            self._track(cursor)
 
     async def create(self, name: str, mark_delete: Position) -> ManagedCursor:
         """A new durable cursor at ``mark_delete``, persisted before it is returned (it must
         survive a crash right after creation); raises PersistenceError."""
         base = cursor_store.cursor_file_base(self.folder, name)
-        cursor = self._track(ManagedCursor(self._ledger, name, True, mark_delete, store_base=base))
+        cursor = self._track(ManagedCursor(self._ledger, self._map, name, True, mark_delete, store_base=base))
         await cursor.initialize()
         return cursor
 
     def new_non_durable(self, mark_delete: Position) -> ManagedCursor:
         """A reader's cursor at ``mark_delete``: never persisted, never tracked."""
-        return ManagedCursor(self._ledger, f"reader-{id(self._ledger):x}-{time.monotonic_ns()}", False, mark_delete)
+        name = f"reader-{id(self._ledger):x}-{time.monotonic_ns()}"
+        return ManagedCursor(self._ledger, self._map, name, False, mark_delete)
 
     def _track(self, cursor: ManagedCursor) -> ManagedCursor:
         self._durable[cursor.name] = cursor

@@ -3,8 +3,9 @@
 :class:`storage.cursor.ManagedCursor` and :class:`storage.cursor_container.CursorContainer`
 are typed against this Protocol, not against ``ManagedLedger``, so neither imports the ledger
 module (which creates cursors and so imports them). ``ManagedLedger`` satisfies it; a test
-may hand a cursor any object that does. In Pulsar, ``ManagedCursorImpl`` holds its
-``ManagedLedgerImpl`` and calls the same handful of methods on it.
+may hand a cursor any object that does. Position arithmetic is not part of it: a cursor gets
+the ledger's :class:`storage.ledger_map.LedgerMap` and computes on it directly. In Pulsar,
+``ManagedCursorImpl`` holds its ``ManagedLedgerImpl`` and calls the same methods on it.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class CursorLedger(Protocol):
-    """The ledger as its cursors see it (positions, reads, settings, the I/O executor)."""
+    """The ledger as its cursors see it: the last confirmed entry, reads, settings, the I/O executor."""
 
     name: str
     config: "ManagedLedgerConfig"
@@ -28,22 +29,6 @@ class CursorLedger(Protocol):
     @property
     def last_confirmed_position(self) -> "Position":
         """Last durable entry, or ``(current ledger, -1)``."""
-
-    @property
-    def first_position(self) -> "Position | None":
-        """First retained entry, None when none is retained."""
-
-    def next_valid_position(self, pos: "Position") -> "Position":
-        """The position right after ``pos`` an entry has (or would get), crossing ledgers."""
-
-    def previous_position(self, pos: "Position") -> "Position":
-        """The entry before ``pos``, crossing back into earlier ledgers, or ``(L, -1)``."""
-
-    def count_entries_between(self, start_exclusive: "Position", end_inclusive: "Position") -> int:
-        """Retained entries in ``(start_exclusive, end_inclusive]``."""
-
-    def advance(self, pos: "Position", n: int) -> "Position":
-        """The position ``n`` retained entries after ``pos`` (stops at the last entry)."""
 
     async def read_entries(self, start: "Position", max_entries: int, max_bytes: int = ...) -> "list[Entry]":
         """Durable entries at positions ``>= start``, within both limits (at least one if any)."""

@@ -25,7 +25,7 @@ from .config import ManagedLedgerConfig
 from .entry_cache import EntryCache
 from .errors import LedgerClosedError, PersistenceError
 from .ledger_map import LedgerMap
-from .position import Position
+from .position import Position, make_position
 from .segment import SegmentIndex
 from .write_latency import WriteLatency, WriteLatencyRecorder
 from .writer import BatchOutcome, Chunk, SegmentWriter
@@ -96,7 +96,7 @@ class GroupCommit:
         if not self._kick_scheduled and self._in_flight is None:
             self._kick_scheduled = True
             self._loop.call_soon(self._kick)
-        return Position(ledger_id, entry_id), tail[1]
+        return make_position((ledger_id, entry_id)), tail[1]  # per entry: the fast constructor
 
     @property
     def pending_appends(self) -> int:

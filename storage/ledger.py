@@ -58,7 +58,8 @@ class ManagedLedger:
     # The per-entry paths are the parts' own bound methods, set in __init__: append runs per
     # entry, next_valid_position per acknowledgement, read_entries per read, and a delegating
     # method would add a Python call layer to each. Contracts: GroupCommit.append,
-    # LedgerMap.next_valid_position, EntryReader.read_entries.
+    # LedgerMap.next_valid_position, EntryReader.read_entries. (A cursor computes on the
+    # LedgerMap itself, so its per-ack calls skip even the instance-attribute lookup.)
     append: Callable[[bytes], tuple[Position, asyncio.Future]]
     next_valid_position: Callable[[Position], Position]
     read_entries: Callable[..., Awaitable[list[Entry]]]
@@ -80,7 +81,7 @@ class ManagedLedger:
         self._cache_budget = cache_budget or CacheBudget(config)  # shared by the factory's ledgers
         self._cache = EntryCache(self._cache_budget)
         self._reader = EntryReader(name, folder, executor, self._map, self._cache)
-        self._cursors = CursorContainer(self, self.cursor_folder, on_persisted=self._trim)
+        self._cursors = CursorContainer(self, self._map, self.cursor_folder, on_persisted=self._trim)
         self._commit = GroupCommit(name, config, self._map, self._cache, on_batch=self._publish)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.append = self._commit.append
