@@ -10,7 +10,9 @@ from .cursor import ManagedCursor
 from .errors import (CursorError, DataDirLockedError, LedgerClosedError, LedgerCorruptionError,
                      PersistenceError, StorageError)
 from .factory import ManagedLedgerFactory
-from .ledger import Entry, LedgerInfo, ManagedLedger
+from .entry import Entry
+from .ledger import ManagedLedger
+from .ledger_map import LedgerInfo
 from .position import EARLIEST, Position
 from .range_set import PositionRangeSet
 

@@ -2,12 +2,13 @@
 the waiting appends with PersistenceError, loses nothing acknowledged, and the ledger
 keeps working once space returns. The limit is RLIMIT_FSIZE, a real kernel-enforced cap."""
 import asyncio
+import os
 import resource
 import signal
 
 import pytest
 
-from minipulsar.storage import PersistenceError, Position
+from minipulsar.storage import PersistenceError, Position, segment
 
 
 @pytest.fixture
@@ -28,7 +29,7 @@ async def test_disk_full_fails_batch_and_ledger_recovers(make_factory, fsize_lim
     ml = await f.open("t")
     await ml.open_cursor("keep", "earliest")
     good = [await ml.add_entry(b"g" * 1000) for _ in range(10)]
-    seg_size = ml._ledgers[ml.current_ledger_id].end_offset
+    seg_size = os.path.getsize(segment.segment_path(ml.folder, ml.current_ledger_id))
     fsize_limit(seg_size + 2500)  # room for two of the next five records, not all
     results = await asyncio.gather(*[ml.add_entry(b"f" * 1000) for _ in range(5)], return_exceptions=True)
     assert all(isinstance(r, PersistenceError) for r in results)

@@ -218,8 +218,9 @@ async def test_group_commit_batches_many_appends_per_sync(make_factory):
     f = await make_factory()
     ml = await f.open("t")
     batches = []
-    orig = ml._writer.submit
-    ml._writer.submit = lambda chunks, done: (batches.append(sum(len(c.datas) for c in chunks)), orig(chunks, done))
+    writer = ml._commit._writer
+    orig = writer.submit
+    writer.submit = lambda chunks, done: (batches.append(sum(len(c.datas) for c in chunks)), orig(chunks, done))
     await asyncio.gather(*[ml.add_entry(b"x") for _ in range(2000)])
     assert sum(batches) == 2000
     assert len(batches) < 2000 / 10  # many appends share one write + fdatasync
