@@ -75,6 +75,11 @@ class BrokerConfig:
     managed_ledger_max_entries_per_ledger: int = 50000  # managedLedgerMaxEntriesPerLedger
     managed_ledger_max_size_per_ledger_mbytes: int = 2048  # managedLedgerMaxSizePerLedgerMbytes
     journal_sync_data: bool = True  # journalSyncData
+    # The journal and the ledger storage behind it (storage/journal.py, storage/ledger_storage.py),
+    # under BookKeeper's bookie key names and defaults:
+    journal_max_size_mb: int = 2048  # journalMaxSizeMB: a new journal file past this size
+    flush_interval: int = 10000  # flushInterval (ms): checkpoints of the segments behind the journal
+    open_file_limit: int = 1000  # openFileLimit: segment write descriptors kept open (an LRU)
     default_retention_time_in_minutes: int = 0  # defaultRetentionTimeInMinutes
     default_retention_size_in_mb: int = 0  # defaultRetentionSizeInMB
     managed_ledger_max_unacked_ranges_to_persist: int = 10000  # managedLedgerMaxUnackedRangesToPersist
@@ -162,6 +167,9 @@ class BrokerConfig:
             max_unacked_ranges_to_persist=self.managed_ledger_max_unacked_ranges_to_persist,
             mark_delete_rate_limit=self.managed_ledger_default_mark_delete_rate_limit,
             entry_cache_size_mb=self.managed_ledger_cache_size_mb,
+            journal_max_size_mb=self.journal_max_size_mb,
+            open_file_limit=self.open_file_limit,
+            flush_interval_ms=self.flush_interval,
         )
 
     @property
@@ -218,7 +226,9 @@ def _to_text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-_PULSAR_SPELLING = {key.lower(): key for key in PULSAR_KEYS}
+# BookKeeper's keys that minipulsar reads (its bookie runs inside the broker), in their spelling.
+BOOKKEEPER_KEYS = frozenset(("journalSyncData", "journalMaxSizeMB", "flushInterval", "openFileLimit"))
+_PULSAR_SPELLING = {key.lower(): key for key in PULSAR_KEYS | BOOKKEEPER_KEYS}
 
 
 def pulsar_key(field_name: str) -> str:
@@ -250,6 +260,9 @@ _VALIDATORS = {
     "brokerServicePort": lambda v: 0 <= v <= 65535,
     "webServicePort": lambda v: 0 <= v <= 65535,
     "managedLedgerMaxEntriesPerLedger": lambda v: v >= 1,
+    "journalMaxSizeMB": lambda v: v >= 1,
+    "flushInterval": lambda v: v >= 1,
+    "openFileLimit": lambda v: v >= 1,
     "managedLedgerMaxSizePerLedgerMbytes": lambda v: v >= 1,
     "managedLedgerMaxUnackedRangesToPersist": lambda v: v >= 0,
     "managedLedgerDefaultMarkDeleteRateLimit": lambda v: v >= 0,

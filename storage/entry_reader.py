@@ -2,15 +2,17 @@
 
 A read walks the ledger map from its start position, ledger by ledger, taking as many
 entries as the two limits allow; each run of one ledger comes from the tail cache when it
-holds all of it (a caught-up consumer never touches the disk), otherwise from the segment
-file through its offset index, off the loop in the executor. Positions in trimmed ledgers are
+holds all of it (a caught-up consumer never touches the disk), else from the entries the
+journal made durable and the ledger storage has not yet written into their segment (held in
+memory until then), otherwise from the segment file through its offset index, off the loop in
+the executor. Positions in trimmed ledgers are
 skipped forward. Pulsar: ``ManagedLedgerImpl.asyncReadEntries`` / ``OpReadEntry`` in front of
 ``EntryCacheImpl``.
 """
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from . import segment
 from .entry import Entry, make_entry
@@ -22,6 +24,14 @@ from .segment import SegmentIndex
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
+
+
+class UnwrittenEntries(Protocol):
+    """Durable entries not yet in their segment (storage.group_commit.GroupCommit)."""
+
+    def unwritten(self, ledger_id: int, first: int, last: int) -> list[bytes] | None: ...
+
+    def first_unwritten(self, ledger_id: int) -> int | None: ...
 
 
 def last_within(info: SegmentIndex, first: int, max_entries: int, budget: int, need_one: bool) -> int:
@@ -50,8 +60,10 @@ class EntryReader:
     """The read side of one managed ledger. ``loop`` is set when the ledger opens; ``closed`` is
     set by the ledger once it is closed, after which every read raises LedgerClosedError."""
 
-    def __init__(self, name: str, folder: str, executor: "Executor", ledgers: LedgerMap, cache: EntryCache) -> None:
+    def __init__(self, name: str, folder: str, executor: "Executor", ledgers: LedgerMap, cache: EntryCache,
+                 memory: UnwrittenEntries) -> None:
         self.name = name
+        self._memory = memory
         self.folder = folder
         self.executor = executor
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -80,6 +92,11 @@ class EntryReader:
                 break
             datas = self._cache.get(pos.ledger_id, pos.entry_id, last)
             if datas is None:
+                datas = self._memory.unwritten(pos.ledger_id, pos.entry_id, last)
+            if datas is None:
+                split = self._memory.first_unwritten(pos.ledger_id)
+                if split is not None and split <= last:  # the rest of the run is memory's, read next
+                    last = split - 1
                 try:
                     datas = await self.loop.run_in_executor(
                         self.executor, segment.read_records, self.folder, info, pos.entry_id, last)

@@ -1,80 +1,204 @@
-"""Group commit of one managed ledger's appends: the event-loop side of the writer thread.
+"""Group commit of the managed ledgers' appends: the event-loop side of the shared journal.
 
-``append`` numbers the entry (rolling over to a new ledger at ``max_entries_per_ledger`` /
-``max_size_per_ledger_mb``), adds its bytes to the pending chunk of its ledger and returns
-that chunk's shared future. When no batch is in flight, every pending chunk goes to the
-:class:`storage.writer.SegmentWriter` thread as one batch (one write + sync for all of them);
-appends arriving meanwhile form the next batch. The thread reports a batch back once, on
-the loop: its appends are resolved (or failed with PersistenceError, renumbering from what
-is really on disk), the managed ledger publishes the durable entries (``on_batch``), and the
-next batch starts. Pulsar: ``ManagedLedgerImpl.pendingAddEntries`` / ``OpAddEntry``, with
-BookKeeper's journal group commit behind them.
+Each managed ledger has a GroupCommit: ``append`` numbers the entry (rolling over to a new
+ledger at ``max_entries_per_ledger`` / ``max_size_per_ledger_mb``), gives it its segment
+offset, adds it to the pending operation of its ledger and returns that operation's shared
+future. One JournalQueue per factory gathers, once per turn of the loop, the pending
+operations of every ledger that has some into ONE group for the journal thread
+(storage.journal), so a thousand ledgers with a message each cost one write and one sync.
+A ledger keeps at most one operation in flight (appends arriving meanwhile wait for the next
+group), so a failed write never leaves a gap behind an entry that succeeded.
 
-Everything that knows the writer thread is here and in writer.py: a shared journal in place
-of the per-ledger thread replaces this class (same methods), not the managed ledger.
+The journal reports a group once: its appends are resolved (or failed with PersistenceError),
+and the managed ledger publishes the durable entries (``on_batch``). Durable entries stay in
+memory here until the ledger storage thread reports them written into their segment, and
+reads of them are served from here meanwhile (``unwritten``). A failed write renumbers from
+what is durable when the journal cut it off again (no room), or moves the ledger to a new
+ledger, fencing the old one at its last durable entry (any other error, such as EIO).
+Pulsar: ``ManagedLedgerImpl.pendingAddEntries`` / ``OpAddEntry``, with BookKeeper's journal
+group commit behind them.
 """
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import time
+from array import array
+from dataclasses import dataclass, field
 from typing import Callable
 
+from . import journal_format as jf
 from . import segment
 from .config import ManagedLedgerConfig
 from .entry_cache import EntryCache
 from .errors import LedgerClosedError, PersistenceError
+from .journal import AppendOp, CheckpointOp, ControlOp, GroupReport, JournalLedger
+from .ledger_storage import SealOp
 from .ledger_map import LedgerMap
 from .position import Position, make_position
-from .segment import SegmentIndex
 from .write_latency import WriteLatency, WriteLatencyRecorder
-from .writer import BatchOutcome, Chunk, SegmentWriter
 
 log = logging.getLogger(__name__)
 
+UNWRITTEN_LIMIT_BYTES = 256 << 20  # durable entries not yet in their segments, all ledgers together
+
+
+@dataclass
+class Durable:
+    """Entries made durable by one group: ledger_id, first entry, their segment offsets and the
+    segment's end after them."""
+
+    ledger_id: int
+    first_entry: int
+    offsets: array
+    end_offset: int
+
+
+@dataclass
+class BatchOutcome:
+    """What one reported group did for a ledger: durable runs in order, ledgers created (their
+    first entry became durable), ledgers sealed by that (id, seal time ms)."""
+
+    durable: list[Durable] = field(default_factory=list)
+    created: list[int] = field(default_factory=list)
+    sealed: list[tuple[int, int]] = field(default_factory=list)
+
+
+def completer(future: asyncio.Future, what: str) -> Callable[[BaseException | None], None]:
+    """done(error or None) of a ControlOp, settling future (PersistenceError on error)."""
+    def done(error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(PersistenceError(f"{what}: {error}"))
+    return done
+
+
+class JournalQueue:
+    """The loop side of a factory's journal: submits the pending operations of every ledger
+    that has some as one group per loop turn, and hands the reports back to their ledgers.
+    submit(ops) is the journal's; unwritten appends over UNWRITTEN_LIMIT_BYTES hold new groups
+    back until the ledger storage catches up."""
+
+    def __init__(self, submit: Callable[[list], None], seal: Callable[[SealOp], None],
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self._submit = submit
+        self._seal = seal
+        self._loop = loop
+        self._ready: dict[GroupCommit, None] = {}
+        self._scheduled = False
+        self.unwritten_bytes = 0
+
+    def wake(self, commit: "GroupCommit") -> None:
+        """commit has pending operations and none in flight: submit it with this turn's group."""
+        self._ready[commit] = None
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._kick)
+
+    def _kick(self) -> None:
+        self._scheduled = False
+        if self.unwritten_bytes > UNWRITTEN_LIMIT_BYTES or not self._ready:
+            return  # progress() kicks again once the ledger storage has written some
+        ready, self._ready = self._ready, {}
+        ops = []
+        now = time.monotonic_ns()
+        for commit in ready:
+            ops += commit.take_pending(now)
+        if ops:
+            self._submit(ops)
+
+    def delete_folder(self, folder: str) -> asyncio.Future:
+        """Delete the folder of a managed ledger that is not open: a DELETE record, then the
+        ledger storage removes it; the future fails with PersistenceError."""
+        future = self._loop.create_future()
+        self._submit([ControlOp(JournalLedger(folder), jf.DELETE, done=completer(future, folder))])
+        return future
+
+    def seal(self, owner: JournalLedger) -> asyncio.Future:
+        """The ledger storage writes what owner has and seals its current ledger (a close)."""
+        future = self._loop.create_future()
+        self._seal(SealOp(owner, completer(future, owner.folder)))
+        return future
+
+    async def checkpoint(self) -> None:
+        """The ledger storage writes everything journaled before into the segments and
+        checkpoints; raises PersistenceError when it could not."""
+        future = self._loop.create_future()
+        self._submit([CheckpointOp(completer(future, "checkpoint"))])
+        await future
+
+    def report(self, report: GroupReport) -> None:
+        """A group was written or failed (journal thread -> loop)."""
+        by_commit: dict[GroupCommit, list] = {}
+        for op in report.ops:
+            if type(op) is CheckpointOp:
+                if report.error is not None:
+                    op.done(report.error)
+            elif op.owner.commit is not None:
+                by_commit.setdefault(op.owner.commit, []).append(op)
+            elif report.error is not None:  # a standalone DELETE that was never written
+                op.done(report.error)
+        for commit, ops in by_commit.items():
+            commit.reported(ops, report.error, report.fenced)
+
+    def progress(self, written: list) -> None:
+        """The ledger storage wrote these (owner, ledger id, entries written) (storage thread -> loop)."""
+        for owner, ledger_id, entries in written:
+            owner.commit.written(ledger_id, entries)
+        if self._ready and not self._scheduled and self.unwritten_bytes <= UNWRITTEN_LIMIT_BYTES:
+            self._scheduled = True
+            self._loop.call_soon(self._kick)
+
 
 class GroupCommit:
-    """Pending and in-flight appends of the ledger ``name`` (loop thread only).
+    """Appends of the managed ledger in ``owner.folder`` (loop thread only).
 
-    ``ledgers`` is read only for the current ledger's durable size when the writer itself
-    fails; ``cache`` gets every appended entry (and loses those whose write failed);
-    ``on_batch(outcome)`` runs once per reported batch, after its appends were resolved or failed.
+    ``ledgers`` is the ledger's map (durable entries; read to renumber after a failure);
+    ``cache`` gets every appended entry (and loses those whose write failed);
+    ``on_batch(outcome)`` runs once per reported group that made entries durable.
     """
 
-    def __init__(self, name: str, config: ManagedLedgerConfig, ledgers: LedgerMap, cache: EntryCache,
-                 on_batch: Callable[[BatchOutcome], None]) -> None:
+    def __init__(self, name: str, owner: JournalLedger, config: ManagedLedgerConfig, ledgers: LedgerMap,
+                 cache: EntryCache, queue: JournalQueue, on_batch: Callable[[BatchOutcome], None]) -> None:
         self.name = name
+        self.owner = owner
+        owner.commit = self
         self.config = config
         self._map = ledgers
         self._cache = cache
+        self._queue = queue
         self._on_batch = on_batch
         self.closing = False  # set by drain(): appends are refused from then on
-        self._writer: SegmentWriter | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._append_ledger = 0
-        self._append_next = 0
-        self._append_bytes = 0
-        self._pending: list[tuple[Chunk, asyncio.Future]] = []
-        self._tail: tuple[Chunk, asyncio.Future] | None = None
-        self._in_flight: list[tuple[Chunk, asyncio.Future]] | None = None
-        self._kick_scheduled = False
+        self._append_ledger = self._append_next = self._append_bytes = 0
+        self._append_offset = segment.HEADER_SIZE
+        self._fence: list[tuple[int, int]] = []  # SEAL records the next append carries
+        self._pending: list = []  # AppendOp / ControlOp not yet submitted
+        self._tail: AppendOp | None = None  # the AppendOp appends are added to
+        self._in_flight: list | None = None
+        self._unwritten: collections.deque[AppendOp] = collections.deque()
         self._drained: asyncio.Future | None = None
         self._latency = WriteLatencyRecorder()
         self.entries_added = 0  # made durable since open (Pulsar entriesAddedCounter)
+        self.add_entry_errors = 0  # appends failed since open (Pulsar addEntryErrors)
+        self.fenced_ledgers = 0  # ledgers fenced after a write error of unknown outcome
 
-    def start(self, folder: str, ledger_id: int, fd: int, sync: bool, loop: asyncio.AbstractEventLoop) -> None:
-        """Start the writer thread on the new, empty ledger ``ledger_id`` (segment open as ``fd``)."""
+    def start(self, ledger_id: int, loop: asyncio.AbstractEventLoop) -> None:
+        """Appends start at entry 0 of the new, empty ledger ``ledger_id``."""
         self._loop = loop
         self._append_ledger = ledger_id
-        self._writer = SegmentWriter(folder, SegmentIndex(ledger_id), fd, sync, loop)
 
     # -- appends -------------------------------------------------------------
     def append(self, data: bytes) -> tuple[Position, asyncio.Future]:
         """Queue ``data`` without waiting: returns its Position and a future that completes (None)
-        once the entry is on disk, or fails with PersistenceError. Many appends share one future
-        (one per group-commit chunk), so callers on a hot path add a done-callback instead of
-        creating a task per entry; an awaiting caller shields it (``asyncio.shield``), as
-        cancelling it would fail every other append of its chunk. Raises LedgerClosedError when closed.
+        once the entry is durable, or fails with PersistenceError. Many appends share one future
+        (one per group), so callers on a hot path add a done-callback instead of creating a task
+        per entry; an awaiting caller shields it (``asyncio.shield``), as cancelling it would fail
+        every other append of its group. Raises LedgerClosedError when closed.
         """
         if self.closing:
             raise LedgerClosedError(f"managed ledger {self.name} is closed")
@@ -82,99 +206,171 @@ class GroupCommit:
             data = bytes(data)
         if self._append_next >= self.config.max_entries_per_ledger or (
                 self._append_bytes >= self.config.max_size_per_ledger_bytes and self._append_next):
-            self._append_ledger += 1  # roll-over: the writer seals the old segment first
-            self._append_next = self._append_bytes = 0
+            self._roll(self._append_ledger + 1)
         ledger_id, entry_id = self._append_ledger, self._append_next
         tail = self._tail
-        if tail is None or tail[0].ledger_id != ledger_id:
-            tail = self._tail = (Chunk(ledger_id, entry_id), self._loop.create_future())
+        if tail is None or tail.ledger_id != ledger_id:
+            tail = self._tail = AppendOp(self.owner, ledger_id, entry_id, self._append_offset)
+            tail.future, tail.started_ns = self._loop.create_future(), time.monotonic_ns()
+            tail.fence, self._fence = self._fence, []
             self._pending.append(tail)
-        tail[0].datas.append(data)
+            if self._in_flight is None:
+                self._queue.wake(self)
+        tail.datas.append(data)
+        tail.nbytes += len(data)
         self._append_next = entry_id + 1
         self._append_bytes += len(data)
+        self._append_offset += segment.RECORD_OVERHEAD + len(data)
         self._cache.add(ledger_id, entry_id, data)
-        if not self._kick_scheduled and self._in_flight is None:
-            self._kick_scheduled = True
-            self._loop.call_soon(self._kick)
-        return make_position((ledger_id, entry_id)), tail[1]  # per entry: the fast constructor
+        return make_position((ledger_id, entry_id)), tail.future  # per entry: the fast constructor
+
+    def _roll(self, ledger_id: int) -> None:
+        """The next append starts ledger_id (the storage thread seals the one before)."""
+        self._append_ledger, self._append_next, self._append_bytes = ledger_id, 0, 0
+        self._append_offset = segment.HEADER_SIZE
+
+    def control(self, kind: int, ledger_id: int = -1) -> asyncio.Future:
+        """Queue a TRIM (ledger_id) or DELETE record behind the appends already queued; the
+        future completes once the ledger storage acted on it (fails with PersistenceError)."""
+        future = self._loop.create_future()
+        self._pending.append(ControlOp(self.owner, kind, ledger_id, completer(future, self.name)))
+        self._tail = None
+        if self._in_flight is None:
+            self._queue.wake(self)
+        return future
+
+    def take_pending(self, now_ns: int) -> list:
+        """The pending operations, now in flight (JournalQueue)."""
+        ops, self._pending, self._tail = self._pending, [], None
+        self._in_flight = ops
+        for op in ops:
+            op.submitted_ns = now_ns
+        return ops
 
     @property
     def pending_appends(self) -> int:
         """Appends queued or being written, not yet durable."""
-        batches = (self._in_flight or []) + self._pending
-        return sum(len(chunk.datas) for chunk, _ in batches)
+        return sum(len(op.datas) for op in (self._in_flight or []) + self._pending if type(op) is AppendOp)
 
     @property
     def write_latency(self) -> WriteLatency:
         """Append-to-durable latency of every entry made durable since the start."""
         return self._latency.snapshot()
 
-    def _kick(self) -> None:
-        """Hand everything pending to the writer as one batch (group commit)."""
-        self._kick_scheduled = False
-        if self._in_flight is not None or not self._pending:
-            return
-        batch, self._pending, self._tail = self._pending, [], None
-        self._in_flight = batch
-        now = time.monotonic_ns()
-        for chunk, _ in batch:
-            chunk.submitted_ns = now
-        self._writer.submit([chunk for chunk, _ in batch], self._batch_done)
-
-    def _batch_done(self, outcome: BatchOutcome | BaseException) -> None:
-        """Writer callback (on the loop): resolve or fail the batch's futures, let the ledger
-        publish what became durable, start the next batch."""
-        batch, self._in_flight = self._in_flight, None
-        if isinstance(outcome, BaseException):  # unexpected bug in the writer: fail the batch
-            current = self._map.ledgers[self._map.current_id]
-            outcome = BatchOutcome(error=OSError(str(outcome)), current=self._map.current_id,
-                                   current_entries=current.entries, current_end=current.end_offset)
-        now = time.monotonic_ns()
-        for res, (chunk, fut) in zip(outcome.durable, batch):
-            self.entries_added += len(res.offsets)
-            fut.set_result(None)
-            self._latency.record(chunk.started_ns, chunk.submitted_ns, now, len(res.offsets))
-        if outcome.error is not None:
-            self._fail_appends(batch[len(outcome.durable):], outcome)
-        self._on_batch(outcome)
+    # -- reports -------------------------------------------------------------
+    def reported(self, ops: list, error: OSError | None, fenced: bool) -> None:
+        """The journal wrote (or failed) this ledger's operations in flight."""
+        self._in_flight = None
+        if error is None:
+            self._durable(ops)
+        else:
+            self._failed(ops, error, fenced)
         if self._pending:
-            self._kick()
+            self._queue.wake(self)
         elif self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
 
-    def _fail_appends(self, failed: list, outcome: BatchOutcome) -> None:
-        """Fail the rest of the batch and every queued append (their ids are now wrong)."""
-        err = outcome.error
-        failed = failed + self._pending
+    def _durable(self, ops: list) -> None:
+        now = time.monotonic_ns()
+        outcome = BatchOutcome()
+        current = self._map.current_id
+        for op in ops:
+            if type(op) is ControlOp:
+                continue  # its done() runs once the ledger storage acted on it
+            if op.ledger_id != current:
+                outcome.sealed.append((current, int(time.time() * 1000)))
+                outcome.created.append(op.ledger_id)
+                current = op.ledger_id
+            offsets = array("q")
+            offset = op.first_offset
+            for data in op.datas:
+                offsets.append(offset)
+                offset += segment.RECORD_OVERHEAD + len(data)
+            outcome.durable.append(Durable(op.ledger_id, op.first_entry, offsets, offset))
+            self.entries_added += len(op.datas)
+            self._latency.record(op.started_ns, op.submitted_ns, now, len(op.datas))
+            self._unwritten.append(op)
+            self._queue.unwritten_bytes += op.nbytes
+            op.future.set_result(None)
+        if outcome.durable:
+            self._on_batch(outcome)
+
+    def _failed(self, ops: list, error: OSError, fenced: bool) -> None:
+        """Fail the operations and every queued append (their ids are now wrong); continue from
+        the last durable entry, or on a new ledger that fences the old ones."""
+        failed = ops + self._pending
         self._pending, self._tail = [], None
-        for _, fut in failed:
-            if not fut.done():
-                fut.set_exception(PersistenceError(f"append to {self.name} failed: {err}"))
-        # Re-number from what is really on disk; the next append retries the same file.
-        self._append_ledger = outcome.current
-        self._append_next = outcome.current_entries
-        self._append_bytes = outcome.current_end - segment.HEADER_SIZE - segment.RECORD_OVERHEAD * outcome.current_entries
-        self._cache.truncate(outcome.current, outcome.current_entries)
+        for op in failed:
+            if type(op) is ControlOp:
+                op.done(error)
+                continue
+            self.add_entry_errors += len(op.datas)
+            if not op.future.done():
+                op.future.set_exception(PersistenceError(f"append to {self.name} failed: {error}"))
+        current = self._map.ledgers[self._map.current_id]
+        if fenced:
+            self.fenced_ledgers += 1
+            self._fence = [(lid, current.entries if lid == current.ledger_id else 0)
+                           for lid in range(current.ledger_id, self._append_ledger + 1)]
+            log.error("ledger %s: fencing ledger %d at %d entries, continuing on ledger %d",
+                      self.name, current.ledger_id, current.entries, self._append_ledger + 1)
+            self._roll(self._append_ledger + 1)
+        else:
+            self._append_ledger, self._append_next = current.ledger_id, current.entries
+            self._append_bytes, self._append_offset = current.data_bytes, current.end_offset
+        self._cache.truncate(current.ledger_id, current.entries)
 
-    # -- files and shutdown --------------------------------------------------
-    def delete_ledger(self, ledger_id: int) -> None:
-        """Queue the unlink of a trimmed ledger's files behind the writes already queued."""
-        self._writer.delete_ledger(ledger_id)
+    # -- entries durable, not yet in their segment --------------------------------
+    def written(self, ledger_id: int, entries: int) -> None:
+        """The ledger storage wrote the first `entries` entries of ledger_id into its segment."""
+        unwritten = self._unwritten
+        while unwritten and (unwritten[0].ledger_id < ledger_id or (
+                unwritten[0].ledger_id == ledger_id and unwritten[0].first_entry + len(unwritten[0].datas) <= entries)):
+            self._queue.unwritten_bytes -= unwritten.popleft().nbytes
 
+    def unwritten(self, ledger_id: int, first: int, last: int) -> list[bytes] | None:
+        """Entries first..last of ledger_id when they are all durable and not yet in their
+        segment (read from memory), else None."""
+        out = []
+        for op in self._unwritten:
+            if op.ledger_id != ledger_id:
+                continue
+            lo, hi = max(first, op.first_entry), min(last, op.first_entry + len(op.datas) - 1)
+            if lo <= hi and lo == first + len(out):
+                out += op.datas[lo - op.first_entry:hi - op.first_entry + 1]
+        return out if len(out) == last - first + 1 else None
+
+    def first_unwritten(self, ledger_id: int) -> int | None:
+        """The first entry of ledger_id only memory holds (None when its segment has them all)."""
+        for op in self._unwritten:
+            if op.ledger_id == ledger_id:
+                return op.first_entry
+        return None
+
+    def forget_ledger(self, ledger_id: int) -> None:
+        """ledger_id was trimmed: its entries are not wanted in memory any more."""
+        kept = collections.deque()
+        for op in self._unwritten:
+            if op.ledger_id == ledger_id:
+                self._queue.unwritten_bytes -= op.nbytes
+            else:
+                kept.append(op)
+        self._unwritten = kept
+
+    # -- shutdown ------------------------------------------------------------
     async def drain(self) -> None:
         """Refuse further appends and wait until every queued one is durable or failed."""
         self.closing = True
-        if self._in_flight is not None or self._pending:
-            self._drained = self._loop.create_future()
-            if self._in_flight is None:
-                self._kick()
-            await self._drained
+        await self.idle()
 
-    async def close(self) -> None:
-        """Seal the current segment (sync + index) and stop the writer thread; a failure is
-        logged (the data is durable; the next open rescans the segment)."""
-        done = self._loop.create_future()
-        self._writer.close(lambda result: done.done() or done.set_result(result))
-        result = await done
-        if isinstance(result, BaseException):
-            log.error("ledger %s: sealing the current segment failed: %s", self.name, result)
+    async def idle(self) -> None:
+        """Wait until every operation queued so far is journaled (or failed)."""
+        if self._in_flight is not None or self._pending:
+            if self._drained is None or self._drained.done():
+                self._drained = self._loop.create_future()
+            await asyncio.shield(self._drained)
+
+    def forget_unwritten(self) -> None:
+        """The ledger storage wrote everything (the ledger closed): memory lets go."""
+        self._queue.unwritten_bytes -= sum(op.nbytes for op in self._unwritten)
+        self._unwritten.clear()

@@ -7,38 +7,38 @@ it owns the append path and the lifecycle, and hands every other job to a module
 * :mod:`storage.entry_reader` -- reads, from the tail cache or the segment files;
 * :mod:`storage.cursor_container` -- the durable cursors, and the making of new cursors;
 * :mod:`storage.trimming` -- which consumed ledgers retention lets go;
-* :mod:`storage.group_commit` -- appends: numbering, batching, the writer thread;
+* :mod:`storage.group_commit` -- appends: numbering, batching, the factory's journal;
 * :mod:`storage.write_latency` -- the append-to-durable histogram.
 
-Appends are group-committed: ``add_entry`` queues the bytes in the pending chunk and awaits
-the chunk's shared future; one batch at a time goes to the writer thread, which reports it
-back once. Positions are assigned at append time, in order. The ledger then publishes the
-durable entries (:meth:`ManagedLedger._publish`: the ledger map, the last confirmed
-position, the entry listeners) and trims after a roll-over. Replacing the per-ledger writer
-thread with a shared journal replaces GroupCommit and writer.py; this module only starts,
-drains and closes it.
+Appends are group-committed across every ledger of the factory: ``add_entry`` queues the bytes
+in the ledger's pending operation and awaits its shared future; the journal writes the pending
+operations of all ledgers with one write and one sync and reports them back once, and the
+ledger storage writes the entries into their segments behind it (storage.journal,
+storage.ledger_storage). Positions are assigned at append time, in order. The ledger then
+publishes the durable entries (:meth:`ManagedLedger._publish`: the ledger map, the last
+confirmed position, the entry listeners) and trims after a roll-over.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import os
-import shutil
 import time
 from typing import TYPE_CHECKING, Awaitable, Callable
 
+from . import journal_format as jf
 from . import recovery, trimming
 from .config import ManagedLedgerConfig
 from .cursor_container import CursorContainer
 from .entry import Entry
 from .entry_cache import CacheBudget, EntryCache
 from .entry_reader import EntryReader
-from .errors import CursorError, LedgerClosedError
-from .group_commit import GroupCommit
+from .errors import CursorError, LedgerClosedError, StorageError
+from .group_commit import BatchOutcome, GroupCommit, JournalQueue
+from .journal import JournalLedger
 from .ledger_map import LedgerInfo, LedgerMap
 from .position import EARLIEST, Position
 from .write_latency import WriteLatency
-from .writer import BatchOutcome
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -65,7 +65,7 @@ class ManagedLedger:
     read_entries: Callable[..., Awaitable[list[Entry]]]
 
     def __init__(self, name: str, folder: str, config: ManagedLedgerConfig, executor: "Executor",
-                 on_closed: Callable[["ManagedLedger"], None] | None = None,
+                 journal: JournalQueue, on_closed: Callable[["ManagedLedger"], None] | None = None,
                  retention: tuple[int, int] | None = None, cache_budget: CacheBudget | None = None) -> None:
         self.name = name
         self.folder = folder
@@ -80,9 +80,11 @@ class ManagedLedger:
         self._current_created_ms = int(time.time() * 1000)  # when the current ledger began (this process)
         self._cache_budget = cache_budget or CacheBudget(config)  # shared by the factory's ledgers
         self._cache = EntryCache(self._cache_budget)
-        self._reader = EntryReader(name, folder, executor, self._map, self._cache)
+        self._journal = journal
+        self._owner = JournalLedger(folder)
+        self._commit = GroupCommit(name, self._owner, config, self._map, self._cache, journal, on_batch=self._publish)
+        self._reader = EntryReader(name, folder, executor, self._map, self._cache, self._commit)
         self._cursors = CursorContainer(self, self._map, self.cursor_folder, on_persisted=self._trim)
-        self._commit = GroupCommit(name, config, self._map, self._cache, on_batch=self._publish)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.append = self._commit.append
         self.next_valid_position = self._map.next_valid_position
@@ -90,17 +92,16 @@ class ManagedLedger:
 
     # -- open ----------------------------------------------------------------
     async def _open(self) -> None:
-        """Recover the segments, start the writer, load durable cursors."""
+        """Recover the segments (the journal was replayed into them), load durable cursors."""
         loop = self._loop = self._reader.loop = asyncio.get_running_loop()
-        os.makedirs(self.cursor_folder, exist_ok=True)
         t0 = time.monotonic()
-        sealed, new_id, fd = await loop.run_in_executor(
+        sealed, new_id = await loop.run_in_executor(
             self.executor, recovery.recover_ledgers, self.folder, self.config.sync_data)
         for idx in sealed:
             self._map.add(idx)
         self._map.start_ledger(new_id)
         self._lac = Position(sealed[-1].ledger_id, sealed[-1].entries - 1) if sealed else Position(new_id, -1)
-        self._commit.start(self.folder, new_id, fd, self.config.sync_data, loop)
+        self._commit.start(new_id, loop)
         await self._cursors.load(loop, self.executor)
         log.info("ledger %s opened in %.3fs: %d ledgers, %d entries, lac %s", self.name,
                  time.monotonic() - t0, len(self._map.ledgers), self.number_of_entries, self._lac)
@@ -120,6 +121,10 @@ class ManagedLedger:
         await asyncio.shield(durable)  # shared by the chunk: a cancelled caller must not cancel it
         return position
 
+    async def wait_journaled(self) -> None:
+        """Wait until every append, trim and delete queued so far is journaled (or failed)."""
+        await self._commit.idle()
+
     def _publish(self, outcome: BatchOutcome) -> None:
         """Group-commit callback, once per batch written (on the loop, after its appends were
         resolved or failed): new and sealed ledgers and the durable entries go into the ledger
@@ -128,8 +133,8 @@ class ManagedLedger:
         for lid in outcome.created:
             self._map.start_ledger(lid)
             self._current_created_ms = int(time.time() * 1000)
-        for idx in outcome.sealed:
-            ledgers[idx.ledger_id].sealed_at_ms = idx.sealed_at_ms
+        for lid, sealed_at_ms in outcome.sealed:
+            ledgers[lid].sealed_at_ms = sealed_at_ms
         for res in outcome.durable:
             info = ledgers[res.ledger_id]
             info.offsets.extend(res.offsets)
@@ -312,10 +317,15 @@ class ManagedLedger:
         doomed = trimming.ledgers_to_trim(self._map, slowest, retention, time.time() * 1000)
         for lid in doomed:
             info = self._map.remove(lid)
-            self._commit.delete_ledger(lid)
+            self._commit.forget_ledger(lid)
+            self._commit.control(jf.TRIM, lid).add_done_callback(self._trimmed)
             log.info("ledger %s: trimming consumed ledger %d (%d entries)", self.name, lid, info.entries)
         if doomed:
             self._after_trim()
+
+    def _trimmed(self, future: asyncio.Future) -> None:
+        if not future.cancelled() and future.exception() is not None:  # the files stay until the next open
+            log.error("ledger %s: %s", self.name, future.exception())
 
     def _after_trim(self) -> None:
         """With every entry trimmed, the last confirmed position is the current ledger's (L, -1), so
@@ -331,13 +341,18 @@ class ManagedLedger:
             raise LedgerClosedError(f"managed ledger {self.name} is closed")
 
     async def close(self) -> None:
-        """Finish queued appends, persist every durable cursor, seal the segment, stop the writer."""
+        """Finish queued appends, persist every durable cursor, write what the ledger storage still
+        holds of it and seal its segment (a failure is logged: the journal keeps the entries)."""
         if self._state is not _OPEN:
             return
         self._state = _CLOSING
         await self._commit.drain()
         await self._cursors.close_all()
-        await self._commit.close()
+        try:
+            await self._journal.seal(self._owner)
+        except StorageError as exc:
+            log.error("ledger %s: sealing the current segment failed: %s", self.name, exc)
+        self._commit.forget_unwritten()
         self._state = _CLOSED
         self._reader.closed = True
         self._cache_budget.forget(self._cache)
@@ -346,9 +361,10 @@ class ManagedLedger:
         log.info("ledger %s closed", self.name)
 
     async def delete(self) -> None:
-        """Close and remove the ledger's folder (every segment and cursor)."""
+        """Close and remove the ledger's folder (every segment and cursor), after a DELETE record
+        in the journal: a replay never brings the deleted entries back. Raises PersistenceError."""
         await self.close()
-        await self._loop.run_in_executor(self.executor, shutil.rmtree, self.folder, True)
+        await self._commit.control(jf.DELETE)
         log.info("ledger %s deleted", self.name)
 
     def __repr__(self) -> str:

@@ -2,7 +2,7 @@
 
 A managed ledger is a run of ledgers (segments); each retained one is known by its
 :class:`SegmentIndex` (durable entries only: the loop publishes a batch's entries once
-the writer reported them on disk). Pulsar keeps the same map in ``ManagedLedgerImpl``
+the journal reported them durable). Pulsar keeps the same map in ``ManagedLedgerImpl``
 (``ledgers``, a ``NavigableMap<Long, LedgerInfo>``, and ``currentLedger``) and computes
 positions over it there (``getNextValidPosition``, ``getPreviousPosition``,
 ``getNumberOfEntries(Range)``, ``getFirstPosition``...). Here that arithmetic is one class

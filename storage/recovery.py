@@ -1,11 +1,13 @@
-"""Opening a ledger folder after a clean stop or a crash.
+"""Opening a ledger folder after a clean stop or a crash (after the journal was replayed into it).
 
 Every segment but the last should have a sealed offset index (``.idx``); it is loaded,
 not rescanned, which is what makes opening 1 GiB of entries fast. The last segment
 (open at the crash) is scanned record by record, its torn or partial tail is cut, and
-it is sealed. Then a new segment is created (Pulsar also rolls a new ledger on every
-open), and only after that are empty ledgers removed, so the highest ledger id on
-disk never goes backwards. Blocking; run in an executor.
+it is sealed. Then the segment of a new ledger is created (Pulsar also rolls a new ledger on
+every open), unsynced: its entries are in the journal, and the ledger storage syncs the folder
+before it removes an older segment. Only after that are empty ledgers removed, so the highest
+ledger id on disk never goes backwards (a cursor may stand at ``(id, -1)`` of the ledger that
+was current). Blocking; run in an executor.
 """
 from __future__ import annotations
 
@@ -32,8 +34,8 @@ def _ids(folder: str) -> tuple[list[int], list[str]]:
     return sorted(seg_ids), idx_files
 
 
-def recover_ledgers(folder: str, sync: bool) -> tuple[list[SegmentIndex], int, int]:
-    """Return (sealed ledgers with entries, new current ledger id, its write fd)."""
+def recover_ledgers(folder: str, sync: bool) -> tuple[list[SegmentIndex], int]:
+    """Return (sealed ledgers with entries, the new current ledger id)."""
     seg_ids, idx_files = _ids(folder)
     present = set(seg_ids)
     for fname in idx_files:  # leftovers of a trim or of an interrupted index write
@@ -42,17 +44,15 @@ def recover_ledgers(folder: str, sync: bool) -> tuple[list[SegmentIndex], int, i
             os.unlink(os.path.join(folder, fname))
     sealed = [_open_segment(folder, lid, lid == seg_ids[-1], sync) for lid in seg_ids]
     new_id = seg_ids[-1] + 1 if seg_ids else 0
-    fd = segment.create_segment(folder, new_id, sync)
-    kept = []
+    os.close(segment.create_segment(folder, new_id, sync=False))
+    kept = [idx for idx in sealed if idx.entries]
+    if sync and len(kept) < len(sealed):
+        segment.fsync_dir(folder)  # the new segment outlives the empty ones removed next
     for idx in sealed:
         if idx.entries == 0:
             for path in (segment.segment_path(folder, idx.ledger_id), segment.index_path(folder, idx.ledger_id)):
                 os.unlink(path)
-        else:
-            kept.append(idx)
-    if sync:
-        segment.fsync_dir(folder)
-    return kept, new_id, fd
+    return kept, new_id
 
 
 def _open_segment(folder: str, ledger_id: int, is_last: bool, sync: bool) -> SegmentIndex:

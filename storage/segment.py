@@ -14,7 +14,7 @@ Offset index ``<ledger_id>.idx`` (written once, when the ledger is sealed)::
     offsets  : entry_count x int64 LE (file offset of each record)
     crc      : uint32 LE crc32c of everything above
 
-Functions here are blocking and run on the writer thread or an executor, never on the loop.
+Functions here are blocking and run on a storage thread or an executor, never on the loop.
 """
 from __future__ import annotations
 

@@ -39,8 +39,8 @@ class WriteLatencyRecorder:
         self._sum_usec = 0
 
     def record(self, started_ns: int, submitted_ns: int, durable_ns: int, entries: int) -> None:
-        """A chunk's ``entries`` were appended between ``started_ns`` (its first append) and
-        ``submitted_ns`` (its hand-over to the writer) and became durable at ``durable_ns``
+        """A group's ``entries`` were appended between ``started_ns`` (its first append) and
+        ``submitted_ns`` (its hand-over to the journal) and became durable at ``durable_ns``
         (``time.monotonic_ns`` values): each counts once, at the latency of the middle of that
         span (its bucket is exact unless the span straddles a bound)."""
         usec = (durable_ns - (started_ns + submitted_ns) // 2) // 1000

@@ -55,12 +55,14 @@ async def test_roll_over_by_entries_and_reads_across_ledgers(make_factory):
     assert ml.next_valid_position(Position(first, 9)) == Position(first + 1, 0)
     assert ml.next_valid_position(Position(first + 2, 4)) == Position(first + 2, 5)
     assert ml.count_entries_between(Position(first, 5), Position(first + 2, 1)) == 4 + 10 + 2
+    await f.checkpoint()  # the ledger storage writes behind the journal: let it catch up
     assert os.path.exists(os.path.join(ml.folder, f"{first:012d}.idx"))  # sealed with an index
 
 
 async def test_roll_over_reports_before_the_sealed_index_is_written(make_factory, monkeypatch):
     """The first append of a new ledger is durable without waiting for the old ledger's offset
-    index (its syncs used to hold every roll-over's receipts); the index follows at once."""
+    index (its syncs used to hold every roll-over's receipts): the journal makes appends durable
+    while the ledger storage behind it still writes the index."""
     f = await make_factory(max_entries_per_ledger=2)
     ml = await f.open("t")
     await ml.open_cursor("keep", "earliest")
@@ -76,9 +78,11 @@ async def test_roll_over_reports_before_the_sealed_index_is_written(make_factory
 
     monkeypatch.setattr(segment, "write_index", held_write_index)
     assert await asyncio.wait_for(ml.add_entry(b"c"), 5) == Position(first + 1, 0)
+    checkpoint = asyncio.ensure_future(f.checkpoint())  # the ledger storage seals the first ledger
+    assert await asyncio.wait_for(ml.add_entry(b"d"), 5) == Position(first + 1, 1)  # not held by it
     assert written == [] and not os.path.exists(segment.index_path(ml.folder, first))
     release.set()
-    assert await ml.add_entry(b"d") == Position(first + 1, 1)  # queued behind the index write
+    await checkpoint
     assert written == [first] and segment.load_index(ml.folder, first).entries == 2
 
 
@@ -218,12 +222,28 @@ async def test_group_commit_batches_many_appends_per_sync(make_factory):
     f = await make_factory()
     ml = await f.open("t")
     batches = []
-    writer = ml._commit._writer
-    orig = writer.submit
-    writer.submit = lambda chunks, done: (batches.append(sum(len(c.datas) for c in chunks)), orig(chunks, done))
+    queue = ml._commit._queue
+    orig = queue._submit
+    queue._submit = lambda ops: (batches.append(sum(len(op.datas) for op in ops)), orig(ops))
     await asyncio.gather(*[ml.add_entry(b"x") for _ in range(2000)])
     assert sum(batches) == 2000
     assert len(batches) < 2000 / 10  # many appends share one write + fdatasync
+
+
+async def test_one_group_commit_serves_every_ledger(make_factory):
+    """The journal is shared: appends to many ledgers in one loop turn go out as one journal
+    write (one sync), whatever the number of ledgers."""
+    f = await make_factory()
+    ledgers = [await f.open(f"t{i}") for i in range(200)]
+    groups = []
+    queue = ledgers[0]._commit._queue
+    orig = queue._submit
+    queue._submit = lambda ops: (groups.append(len({op.owner for op in ops})), orig(ops))
+    for _ in range(3):
+        await asyncio.gather(*[ml.add_entry(b"x") for ml in ledgers])
+    assert groups == [200, 200, 200]
+    for ml in ledgers:
+        assert [e.data for e in await ml.read_entries(Position(-1, -1), 10)] == [b"x"] * 3
 
 
 async def test_trimming_everything_leaves_nothing_promised_and_moves_cursors(make_factory, tmp_path):

@@ -1,0 +1,265 @@
+"""The journal: one write-ahead log and one group commit for the appends of every managed ledger.
+
+The loop hands over lists of operations (appends of entries, and the SEAL / TRIM / DELETE
+records of storage.journal_format); the journal thread takes everything queued at once,
+encodes it into records, writes them with one ``pwritev`` (``RWF_DSYNC`` when journalSyncData:
+written and synced by that one call) and reports the whole group back to the loop with ONE
+``call_soon_threadsafe``. The cost of making a message durable so does not depend on how many
+ledgers take messages: a thousand quiet topics share a sync with one busy one. Written groups
+then go to the ledger storage thread (storage.ledger_storage), which writes the entries into
+their segments behind the journal.
+
+A failed write fails its group (a ledger has one operation in flight at a time, so no later
+group holds entries that follow the failed ones). A write that ran out of room (ENOSPC, EFBIG, EDQUOT) is cut off the file again
+and the ledgers continue where they were; any other error (EIO: a write or sync whose outcome
+is unknown, PostgreSQL's "fsyncgate") retires the journal file, since what it holds past its
+last good record is unknown: the next group goes to a new file, and the ledgers move to new
+ledgers, fencing what the old file may hold beyond their last durable entry (SEAL records).
+Source: BookKeeper Journal (group commit, journalMaxSizeMB, lastMark) and Bookie's handling
+of a journal write error; Pulsar ManagedLedgerImpl on a BookKeeper write error.
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import journal_format as jf
+from . import segment
+from .journal_format import Mark
+
+log = logging.getLogger(__name__)
+
+# A write that failed for lack of room wrote nothing past the cut: the file can be cut back.
+ROOM_ERRORS = frozenset((errno.ENOSPC, errno.EFBIG, errno.EDQUOT))
+
+
+@dataclass(eq=False)
+class JournalLedger:
+    """What the journal and the ledger storage know of one managed ledger: its folder (where its
+    segments are; every journal file names it by a NAME record before using its id) and, on
+    the loop side, the GroupCommit of its appends (None for a ledger being deleted unopened)."""
+
+    folder: str
+    commit: object = None
+    journal_id: int = -1  # set by the journal on first use
+
+
+@dataclass(eq=False)
+class AppendOp:
+    """Entries first_entry.. of ledger_id, at segment offset first_offset. seg_parts: their
+    segment records as iovec parts (header, data, header, data, ...), set by the journal thread;
+    fence: (ledger id, entries it keeps) pairs the journal writes as SEAL records first."""
+
+    owner: JournalLedger
+    ledger_id: int
+    first_entry: int
+    first_offset: int
+    datas: list[bytes] = field(default_factory=list)
+    nbytes: int = 0  # of datas
+    fence: list[tuple[int, int]] = field(default_factory=list)
+    seg_parts: list | None = None
+    future: object = None  # loop side: done once durable (or failed)
+    started_ns: int = 0  # loop side: first append, and hand-over to the journal (write latency)
+    submitted_ns: int = 0
+
+
+@dataclass(eq=False)
+class ControlOp:
+    """A TRIM (ledger_id) or DELETE record for owner; done(error or None) runs on the loop once
+    the ledger storage has acted on it (or the journal failed to write it)."""
+
+    owner: JournalLedger
+    kind: int
+    ledger_id: int = -1
+    done: Callable[[BaseException | None], None] | None = None
+    submitted_ns: int = 0
+
+
+@dataclass(eq=False)
+class CheckpointOp:
+    """Passes through the journal (no record) to the ledger storage, which writes everything
+    before it and checkpoints at once; done(error or None) runs on the loop."""
+
+    done: Callable[[BaseException | None], None]
+    submitted_ns: int = 0
+
+
+@dataclass
+class GroupReport:
+    """One written (or failed) group, reported to the loop: its operations in order, the error
+    that failed it (None: durable), and whether the ledgers must move to new ledgers (fenced)."""
+
+    ops: list
+    error: OSError | None = None
+    fenced: bool = False
+
+
+class Journal:
+    """The journal thread of a factory. folder: the journal directory; sync: journalSyncData;
+    max_file_bytes: journalMaxSizeMB; report(GroupReport) runs on loop for every group;
+    written(ops, mark) runs on this thread after each durable group (the ledger storage's
+    intake); first_seq: the file to write first (recovery gives one past every existing file)."""
+
+    def __init__(self, folder: str, sync: bool, max_file_bytes: int, loop, report: Callable[[GroupReport], None],
+                 written: Callable[[list, Mark], None], first_seq: int) -> None:
+        self.folder = folder
+        self._sync = sync
+        self._max_file_bytes = max_file_bytes
+        self._loop = loop
+        self._report = report
+        self._written = written
+        self._seq = first_seq
+        self._fd = -1
+        self._offset = 0
+        self._declared: set[int] = set()  # journal ids with a NAME record in the current file
+        self._next_id = 0
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="ml-journal", daemon=True)
+        self.errors = 0  # groups failed since start (Pulsar's addEntryErrors, summed)
+
+    def start(self) -> None:
+        """Create the first file and start the thread. Raises OSError."""
+        self._open_file(self._seq)
+        self._thread.start()
+
+    # -- loop side -----------------------------------------------------------
+    def submit(self, ops: list) -> None:
+        """Queue a group of AppendOp / ControlOp (in order); reported once, on the loop."""
+        self._queue.put(ops)
+
+    def close(self) -> None:
+        """Stop after the groups already queued; blocks until the thread is gone."""
+        self._queue.put(None)
+        self._thread.join()
+
+    @property
+    def mark(self) -> Mark:
+        """Where the next record goes (for tests and stats; read on any thread)."""
+        return Mark(self._seq, self._offset)
+
+    # -- thread side ---------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            groups = [self._queue.get()]
+            while not self._queue.empty():
+                groups.append(self._queue.get())
+            stop = None in groups
+            ops = [op for group in groups if group is not None for op in group]
+            if ops:
+                self._write_group(ops)
+            if stop:
+                os.close(self._fd)
+                return
+
+    def _write_group(self, ops: list) -> None:
+        declared = set(self._declared)  # NAME records of a group that is cut back are gone too
+        try:
+            parts = self._encode(ops)
+            self._append(parts)
+        except OSError as exc:
+            self._declared = declared
+            self._failed(ops, exc)
+            return
+        except BaseException as exc:  # a bug: report, never kill the thread silently
+            log.exception("journal %s: writing a group failed", self.folder)
+            self._declared = declared
+            self._failed(ops, OSError(str(exc)))
+            return
+        self._written(ops, Mark(self._seq, self._offset))
+        self._tell(GroupReport(ops))
+        if self._offset >= self._max_file_bytes:
+            self._rotate()
+
+    def _encode(self, ops: list) -> list:
+        """The records of a group as iovec parts; each AppendOp gets its segment records."""
+        parts = []
+        record_header, record_crc, entry_record = segment.RECORD_HEADER.pack, segment.record_crc, jf.entry_record
+        for op in ops:
+            if type(op) is CheckpointOp:
+                continue
+            owner = op.owner
+            if owner.journal_id < 0:
+                owner.journal_id, self._next_id = self._next_id, self._next_id + 1
+            if owner.journal_id not in self._declared:
+                parts.append(jf.control_record(jf.NAME, owner.journal_id, payload=os.path.basename(owner.folder).encode()))
+                self._declared.add(owner.journal_id)
+            if type(op) is ControlOp:
+                parts.append(jf.control_record(op.kind, owner.journal_id, op.ledger_id))
+                continue
+            for ledger_id, kept in op.fence:
+                parts.append(jf.control_record(jf.SEAL, owner.journal_id, ledger_id, kept))
+            seg_parts = op.seg_parts = []
+            topic, ledger_id = owner.journal_id, op.ledger_id
+            for entry_id, data in enumerate(op.datas, op.first_entry):
+                head = record_header(len(data), record_crc(data))
+                parts += (entry_record(topic, ledger_id, entry_id, head), head, data)
+                seg_parts += (head, data)
+        return parts
+
+    def _append(self, parts: list) -> None:
+        """Write parts at the end of the current file, synced when journalSyncData."""
+        if len(parts) > segment.IOV_MAX:  # one system call: joining is cheaper than several
+            parts = [b"".join(parts)]
+        inline = segment.syncs_inline(parts, self._sync)
+        segment.pwritev_all(self._fd, parts, self._offset, dsync=inline)
+        if self._sync and not inline:
+            os.fdatasync(self._fd)
+        self._offset += sum(map(len, parts))
+
+    def _failed(self, ops: list, exc: OSError) -> None:
+        """Fail this group; cut the file back, or retire it. (Groups queued behind it hold no
+        entry of its ledgers: a ledger has one operation in flight at a time.)"""
+        self.errors += 1
+        fenced = not (exc.errno in ROOM_ERRORS and self._cut_back())
+        log.error("journal %s: writing %d operations failed (%s); %s", self.folder, len(ops), exc,
+                  "moving to a new journal file and new ledgers" if fenced else "cut back to the last record")
+        if fenced:
+            self._rotate()
+        self._tell(GroupReport(ops, exc, fenced))
+
+    def _cut_back(self) -> bool:
+        """Truncate the file to its last good record; False when even that fails."""
+        try:
+            os.ftruncate(self._fd, self._offset)
+            return True
+        except OSError as exc:
+            log.error("journal %s: cannot cut the failed write off: %s", self.folder, exc)
+            return False
+
+    def _rotate(self) -> None:
+        """Continue in a new file; on failure stay on this one (the next group fails again)."""
+        try:
+            fd = jf.create_file(self.folder, self._seq + 1)
+        except OSError as exc:
+            log.error("journal %s: cannot create journal file %d: %s", self.folder, self._seq + 1, exc)
+            return
+        os.close(self._fd)
+        self._fd, self._seq, self._offset = fd, self._seq + 1, jf.FILE_HEADER.size
+        self._declared.clear()
+        log.info("journal %s: now writing file %d", self.folder, self._seq)
+
+    def _open_file(self, seq: int) -> None:
+        self._fd = jf.create_file(self.folder, seq)
+        self._seq, self._offset = seq, jf.FILE_HEADER.size
+
+    def _tell(self, report: GroupReport) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._report, report)
+        except RuntimeError:  # loop closed: nobody is waiting any more
+            pass
+
+    def delete_files_before(self, seq: int) -> None:
+        """Remove the journal files older than seq (the checkpoint passed them). Any thread:
+        the journal only ever writes its current file."""
+        for old in jf.list_files(self.folder):
+            if old >= min(seq, self._seq):
+                break
+            try:
+                os.unlink(jf.file_path(self.folder, old))
+            except FileNotFoundError:
+                pass

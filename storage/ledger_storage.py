@@ -1,0 +1,367 @@
+"""Ledger storage: the thread that writes journaled entries into their segments, behind the journal.
+
+Entries reach the segments after the journal made them durable, so nothing here is on a
+receipt's path. Groups are gathered for up to WRITE_BEHIND_SECONDS (or WRITE_BEHIND_BYTES),
+then every ledger's entries of that time go to its segment with one ``pwritev`` at the offsets
+the loop gave them: the system calls follow the number of ledgers written in a round, not the
+number of messages. Until a round reports them written, the loop serves those entries from
+memory (storage.group_commit). Write descriptors are kept in an LRU of ``openFileLimit``
+entries; an idle ledger holds none. Every ``flushInterval`` a checkpoint syncs every segment
+and folder changed since the last one, then records how far the journal is covered, and the
+journal files before that point go (BookKeeper's SyncThread / checkpoint).
+
+Also on this thread, in journal order: sealing a ledger on roll-over or close (its offset index,
+unsynced: a lost index is rebuilt by a scan), trimming (after the TRIM record is durable) and
+deleting a managed ledger's folder (after the DELETE record). A failed segment write keeps the
+entries in memory and the journal uncut, and is retried the next round.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import shutil
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable
+
+from . import journal_format as jf
+from . import segment
+from .journal import AppendOp, CheckpointOp, ControlOp, JournalLedger
+from .journal_format import Mark
+from .segment import SegmentIndex, fsync_dir
+
+log = logging.getLogger(__name__)
+
+WRITE_BEHIND_SECONDS = 0.2  # how long written groups gather before a round writes them
+WRITE_BEHIND_BYTES = 16 << 20  # ... or how many bytes of entries
+
+
+@dataclass(eq=False)
+class SealOp:
+    """Write everything owner has, seal its current ledger; done(error or None) on the loop."""
+
+    owner: JournalLedger
+    done: Callable[[BaseException | None], None]
+
+
+@dataclass(eq=False)
+class _Current:
+    """The ledger of an owner being written: its index so far (offsets written), for sealing."""
+
+    index: SegmentIndex
+
+
+class LedgerStorage:
+    """The ledger storage thread of a factory. journal_folder: where the CHECKPOINT file is;
+    sync: journalSyncData (checkpoints sync only then); open_file_limit: write descriptors kept
+    open (openFileLimit); flush_interval: seconds between checkpoints (flushInterval);
+    progress(list of (owner, ledger id, entries written)) runs on loop after each round;
+    delete_journal_before(seq) drops journal files a checkpoint passed."""
+
+    def __init__(self, journal_folder: str, sync: bool, open_file_limit: int, flush_interval: float, loop,
+                 progress: Callable[[list], None], delete_journal_before: Callable[[int], None]) -> None:
+        self._journal_folder = journal_folder
+        self._sync = sync
+        self._fd_limit = max(1, open_file_limit)
+        self._flush_interval = flush_interval
+        self._loop = loop
+        self._progress = progress
+        self._delete_journal_before = delete_journal_before
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._fds: OrderedDict[tuple[JournalLedger, int], int] = OrderedDict()
+        self._current: dict[JournalLedger, _Current] = {}
+        self._pending: dict[tuple[JournalLedger, int], list[AppendOp]] = {}  # in journal order
+        self._dirty_files: set[tuple[JournalLedger, int]] = set()  # ledgers written since the last checkpoint
+        self._dirty_folders: set[str] = set()  # entries created or removed since then
+        self._mark: Mark | None = None  # the journal covered by what this thread has written
+        self._next_checkpoint = time.monotonic() + flush_interval
+        self._thread = threading.Thread(target=self._run, name="ml-storage", daemon=True)
+        self.errors = 0  # failed writes and checkpoints since start
+        self.checkpoints = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    # -- other threads ---------------------------------------------------------
+    def intake(self, ops: list, mark: Mark) -> None:
+        """A durable journal group (called on the journal thread, before the loop hears of it)."""
+        self._queue.put((ops, mark))
+
+    def seal(self, op: SealOp) -> None:
+        """Queue a close: everything the ledger has is written and its current ledger sealed."""
+        self._queue.put(([op], None))
+
+    def close(self) -> None:
+        """Write everything, checkpoint (synced), stop; blocks until the thread is gone."""
+        self._queue.put(None)
+        self._thread.join()
+
+    @property
+    def open_files(self) -> int:
+        return len(self._fds)
+
+    # -- thread -----------------------------------------------------------------
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            items = self._gather()
+            stop = None in items
+            asked = []  # CheckpointOps
+            try:
+                for ops, mark in (item for item in items if item is not None):
+                    asked += self._take(ops)
+                    if mark is not None:
+                        self._mark = mark
+                self._write_round()
+                error = None
+                if stop or asked or time.monotonic() >= self._next_checkpoint:
+                    error = self._checkpoint()
+            except BaseException as exc:  # a bug: log it and keep the thread (and the journal uncut)
+                self.errors += 1
+                log.exception("ledger storage: a round failed")
+                error = exc
+            for op in asked:
+                self._tell(op.done, error)
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def _gather(self) -> list:
+        """Wait for work; let written groups gather (write-behind) unless something needs an
+        answer now (a seal, a trim, a delete, a stop) or a checkpoint is due."""
+        try:
+            items = [self._queue.get(timeout=max(0.0, self._next_checkpoint - time.monotonic()))]
+        except queue.Empty:
+            return []
+        deadline = time.monotonic() + WRITE_BEHIND_SECONDS
+        gathered = 0
+        while True:
+            while not self._queue.empty():
+                items.append(self._queue.get())
+            if any(item is None or any(type(op) is not AppendOp for op in item[0]) for item in items):
+                return items
+            gathered = sum(len(d) for ops, _ in items for op in ops for d in op.datas)
+            wait = deadline - time.monotonic()
+            if gathered >= WRITE_BEHIND_BYTES or wait <= 0:
+                return items
+            try:
+                items.append(self._queue.get(timeout=wait))
+            except queue.Empty:
+                return items
+
+    def _take(self, ops: list) -> list:
+        """Queue appends per ledger; act on the other operations in journal order; returns the
+        CheckpointOps, answered after this round's checkpoint."""
+        asked = []
+        for op in ops:
+            kind = type(op)
+            if kind is AppendOp:
+                self._pending.setdefault((op.owner, op.ledger_id), []).append(op)
+            elif kind is ControlOp:
+                self._control(op)
+            elif kind is SealOp:
+                self._close_owner(op)
+            else:
+                asked.append(op)
+        return asked
+
+    # -- writing ------------------------------------------------------------------
+    def _write_round(self) -> None:
+        """Write every pending run of entries (one pwritev per ledger) and tell the loop. After a
+        failure the owner's later ledgers wait too (sealing would index a ledger with a gap)."""
+        progress, failed = [], set()
+        for key in list(self._pending):
+            owner, ledger_id = key
+            if owner in failed:
+                continue
+            if self._write_ledger(owner, ledger_id):
+                progress.append((owner, ledger_id, self._current[owner].index.entries))
+            else:
+                failed.add(owner)
+        if progress:
+            self._tell(self._progress, progress)
+
+    def _write_ledger(self, owner: JournalLedger, ledger_id: int) -> bool:
+        """Write the pending entries of one ledger; False (kept for the next round) on failure."""
+        ops = self._pending[(owner, ledger_id)]
+        try:
+            current = self._ledger_for(owner, ledger_id, ops[0])
+            fd = self._fd(owner, ledger_id)
+            parts = [part for op in ops for part in op.seg_parts]
+            if len(parts) > segment.IOV_MAX:
+                parts = [b"".join(parts)]
+            segment.pwritev_all(fd, parts, ops[0].first_offset)
+        except OSError as exc:
+            self.errors += 1
+            log.error("ledger %s: writing ledger %d behind the journal failed (kept, retried): %s",
+                      owner.folder, ledger_id, exc)
+            self._drop_fd(owner, ledger_id)
+            return False
+        index = current.index
+        offset = ops[0].first_offset
+        del index.offsets[ops[0].first_entry:]
+        for op in ops:
+            for data in op.datas:
+                index.offsets.append(offset)
+                offset += segment.RECORD_OVERHEAD + len(data)
+        index.end_offset = offset
+        self._dirty_files.add((owner, ledger_id))
+        del self._pending[(owner, ledger_id)]
+        return True
+
+    def _ledger_for(self, owner: JournalLedger, ledger_id: int, first: AppendOp) -> _Current:
+        """The owner's current ledger, rolled to ledger_id (sealing the one before) and its
+        segment created when ledger_id starts here."""
+        current = self._current.get(owner)
+        if current is None or current.index.ledger_id != ledger_id:
+            if current is not None:
+                self._seal(owner, current)
+            current = self._current[owner] = _Current(SegmentIndex(ledger_id))
+        if first.first_offset == segment.HEADER_SIZE:
+            self._drop_fd(owner, ledger_id)
+            os.close(segment.create_segment(owner.folder, ledger_id, sync=False))
+            self._dirty_folders.add(owner.folder)
+            current.index = SegmentIndex(ledger_id)
+        return current
+
+    def _seal(self, owner: JournalLedger, current: _Current) -> None:
+        """Write the offset index of a ledger the owner moved past (unsynced: a lost or torn
+        index is rebuilt by a scan at open)."""
+        if not current.index.offsets:
+            return
+        try:
+            segment.write_index(owner.folder, current.index, sync=False)
+        except OSError as exc:
+            log.error("ledger %s: index of ledger %d not written: %s", owner.folder, current.index.ledger_id, exc)
+        self._drop_fd(owner, current.index.ledger_id)
+
+    # -- descriptors ----------------------------------------------------------------
+    def _fd(self, owner: JournalLedger, ledger_id: int) -> int:
+        key = (owner, ledger_id)
+        fd = self._fds.get(key)
+        if fd is not None:
+            self._fds.move_to_end(key)
+            return fd
+        fd = os.open(segment.segment_path(owner.folder, ledger_id), os.O_WRONLY)
+        self._fds[key] = fd
+        while len(self._fds) > self._fd_limit:
+            os.close(self._fds.popitem(last=False)[1])
+        return fd
+
+    def _drop_fd(self, owner: JournalLedger, ledger_id: int) -> None:
+        fd = self._fds.pop((owner, ledger_id), None)
+        if fd is not None:
+            os.close(fd)
+
+    # -- trims, deletes, closes --------------------------------------------------------
+    def _control(self, op: ControlOp) -> None:
+        error = None
+        try:
+            if op.kind == jf.TRIM:
+                self._trim(op.owner, op.ledger_id)
+            else:
+                self._delete(op.owner)
+        except OSError as exc:
+            self.errors += 1
+            log.error("ledger %s: %s failed: %s", op.owner.folder, "trim" if op.kind == jf.TRIM else "delete", exc)
+            error = exc
+        if op.done is not None:
+            self._tell(op.done, error)
+
+    def _trim(self, owner: JournalLedger, ledger_id: int) -> None:
+        """Remove a trimmed ledger's files; first make the folder's newer segments durable, so a
+        power loss never leaves the ledger ids on disk lower than a cursor may point at."""
+        self._pending.pop((owner, ledger_id), None)
+        self._drop_fd(owner, ledger_id)
+        if self._sync:  # also covers the segment the ledger's open created, unsynced
+            fsync_dir(owner.folder)
+        # Segment first: an index without a segment is ignored (and removed) at open.
+        for path in (segment.segment_path(owner.folder, ledger_id), segment.index_path(owner.folder, ledger_id)):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        self._dirty_files.discard((owner, ledger_id))
+        self._dirty_folders.add(owner.folder)
+        log.info("ledger %s: deleted ledger %d", owner.folder, ledger_id)
+
+    def _delete(self, owner: JournalLedger) -> None:
+        """The managed ledger's folder goes, durably (its parent is synced)."""
+        self._forget(owner)
+        shutil.rmtree(owner.folder, ignore_errors=True)
+        self._dirty_files = {key for key in self._dirty_files if key[0] is not owner}
+        self._dirty_folders.discard(owner.folder)
+        fsync_dir(os.path.dirname(owner.folder))
+
+    def _close_owner(self, op: SealOp) -> None:
+        """Write what the ledger has and seal it; its journal records stay until a checkpoint."""
+        error = None
+        for key in [key for key in self._pending if key[0] is op.owner]:
+            if not self._write_ledger(*key):
+                error = OSError(f"ledger {op.owner.folder}: entries not written behind the journal")
+        current = self._current.get(op.owner)
+        if current is not None and error is None:
+            self._seal(op.owner, current)
+        if error is None:
+            self._forget(op.owner)
+        self._tell(op.done, error)
+
+    def _forget(self, owner: JournalLedger) -> None:
+        for key in [key for key in self._pending if key[0] is owner]:
+            del self._pending[key]
+        for key in [key for key in self._fds if key[0] is owner]:
+            os.close(self._fds.pop(key))
+        self._current.pop(owner, None)
+
+    # -- checkpoints ------------------------------------------------------------------
+    def _checkpoint(self) -> OSError | None:
+        """Sync what changed since the last checkpoint, then record how far the journal is
+        covered and drop the journal files before it. Skipped while entries wait for a retry
+        (returns the error then, and when the checkpoint itself fails)."""
+        self._next_checkpoint = time.monotonic() + self._flush_interval
+        if self._pending:
+            return OSError("entries wait to be written behind the journal; no checkpoint")
+        if self._mark is None:
+            return None
+        mark = self._mark
+        try:
+            if self._sync:
+                for key in self._dirty_files:
+                    self._sync_file(*key)
+                for folder in sorted(self._dirty_folders):
+                    if os.path.isdir(folder):
+                        fsync_dir(folder)
+            jf.write_checkpoint(self._journal_folder, mark)
+        except OSError as exc:
+            self.errors += 1
+            log.error("ledger storage: checkpoint failed (the journal is kept): %s", exc)
+            return exc
+        self._dirty_files.clear()
+        self._dirty_folders.clear()
+        self.checkpoints += 1
+        self._delete_journal_before(mark.seq)
+        return None
+
+    def _sync_file(self, owner: JournalLedger, ledger_id: int) -> None:
+        fd = self._fds.get((owner, ledger_id))
+        if fd is not None:
+            os.fdatasync(fd)
+            return
+        try:
+            fd = os.open(segment.segment_path(owner.folder, ledger_id), os.O_RDONLY)
+        except FileNotFoundError:  # trimmed or deleted since it was written
+            return
+        try:
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+
+    def _tell(self, callback, *args) -> None:
+        try:
+            self._loop.call_soon_threadsafe(callback, *args)
+        except RuntimeError:  # loop closed: nobody is waiting any more
+            pass
+

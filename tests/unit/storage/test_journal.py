@@ -1,0 +1,193 @@
+"""The shared journal on real files: what it made durable comes back from it after a crash that
+lost the segments, fenced and trimmed ledgers and deleted topics stay so, and a write of
+unknown outcome (EIO) fails its appends, which continue on a new ledger.
+
+A crash is a copy of the data dir taken while the factory runs (everything acknowledged is in
+the journal by then), in which the segments are cut back as a power loss may leave them.
+"""
+import errno
+import glob
+import os
+import shutil
+
+import pytest
+
+from minipulsar.storage import PersistenceError, Position, journal_format as jf, segment
+
+EARLIEST = Position(-1, -1)
+
+
+def crash_copy(src, dst, segments_lost: bool = True):
+    """The data dir as a crash could leave it: a copy (of the files that still exist while the
+    storage threads work on), without the lock, the segments' entries gone when segments_lost
+    (never written behind the journal, or lost with the page cache)."""
+    for folder, _, files in os.walk(src):
+        target = os.path.join(dst, os.path.relpath(folder, src))
+        os.makedirs(target, exist_ok=True)
+        for name in files:
+            try:
+                shutil.copyfile(os.path.join(folder, name), os.path.join(target, name))
+            except FileNotFoundError:  # removed by the ledger storage meanwhile
+                pass
+    os.unlink(os.path.join(dst, "LOCK"))
+    if segments_lost:
+        for seg in glob.glob(os.path.join(dst, "ledgers", "*", "*.seg")):
+            with open(seg, "r+b") as f:
+                f.truncate(segment.HEADER_SIZE)
+        for idx in glob.glob(os.path.join(dst, "ledgers", "*", "*.idx")):
+            os.unlink(idx)
+
+
+async def datas(ml):
+    return [e.data for e in await ml.read_entries(EARLIEST, 1000)]
+
+
+async def test_a_crash_that_lost_the_segments_gets_every_acknowledged_entry_back(make_factory, tmp_path):
+    f = await make_factory(tmp_path / "a", max_entries_per_ledger=7)
+    ml = await f.open("t")
+    await ml.open_cursor("keep", "earliest")
+    acked = [b"e%d" % i for i in range(30)]
+    for data in acked:
+        await ml.add_entry(data)
+    crash_copy(tmp_path / "a", tmp_path / "b")
+    f2 = await make_factory(tmp_path / "b")
+    ml2 = await f2.open("t")
+    assert await datas(ml2) == acked
+    assert (await ml2.add_entry(b"after")).ledger_id > ml.current_ledger_id  # a new ledger, as on every open
+
+
+async def test_replay_leaves_entries_already_in_the_segments_alone(make_factory, tmp_path):
+    f = await make_factory(tmp_path / "a")
+    ml = await f.open("t")
+    await ml.open_cursor("keep", "earliest")
+    for i in range(5):
+        await ml.add_entry(b"%d" % i)
+    await f.checkpoint()
+    for i in range(5, 10):
+        await ml.add_entry(b"%d" % i)
+    crash_copy(tmp_path / "a", tmp_path / "b", segments_lost=False)
+    ml2 = await (await make_factory(tmp_path / "b")).open("t")
+    assert await datas(ml2) == [b"%d" % i for i in range(10)]
+
+
+async def test_a_checkpoint_lets_old_journal_files_go(make_factory, tmp_path):
+    f = await make_factory(tmp_path / "a", journal_max_size_mb=1)
+    ml = await f.open("t")
+    for _ in range(3):
+        await ml.add_entry(b"x" * 600_000)  # a journal file a little over 1 MB, then the next
+    journal = os.path.join(tmp_path, "a", "journal")
+    assert len(jf.list_files(journal)) >= 2
+    await f.checkpoint()
+    mark = jf.read_checkpoint(journal)
+    assert all(seq >= mark.seq for seq in jf.list_files(journal))
+    assert len(jf.list_files(journal)) == 1
+
+
+async def test_a_deleted_topic_stays_deleted_and_its_successor_keeps_only_its_own(make_factory, tmp_path):
+    f = await make_factory(tmp_path / "a")
+    ml = await f.open("t")
+    await ml.open_cursor("keep", "earliest")
+    for i in range(5):
+        await ml.add_entry(b"old%d" % i)
+    await f.delete("t")
+    ml = await f.open("t")  # the same name again: a new folder, ledger ids from 0 again
+    await ml.open_cursor("keep", "earliest")
+    await ml.add_entry(b"new")
+    crash_copy(tmp_path / "a", tmp_path / "b")
+    ml2 = await (await make_factory(tmp_path / "b")).open("t")
+    assert await datas(ml2) == [b"new"]
+
+
+async def test_trimmed_ledgers_are_not_brought_back(make_factory, tmp_path):
+    f = await make_factory(tmp_path / "a", max_entries_per_ledger=3, mark_delete_rate_limit=0)
+    ml = await f.open("t")
+    cursor = await ml.open_cursor("sub", "earliest")
+    positions = [await ml.add_entry(b"%d" % i) for i in range(10)]
+    cursor.mark_delete(positions[5])  # the first two ledgers are consumed
+    await cursor.flush()
+    await ml.wait_journaled()  # the TRIM records are durable; the files may still be there
+    assert ml.first_position == Position(positions[6].ledger_id, 0)
+    crash_copy(tmp_path / "a", tmp_path / "b")
+    ml2 = await (await make_factory(tmp_path / "b")).open("t")
+    assert await datas(ml2) == [b"%d" % i for i in range(6, 10)]
+
+
+@pytest.fixture
+def failing_journal_write(monkeypatch):
+    """fail(errno, written=...): the journal's next write raises that error; with written the
+    bytes reach the file first (a sync whose outcome is unknown: EIO after the write)."""
+    from minipulsar.storage import journal as journal_module
+
+    def fail(code: int, written: bool):
+        real = segment.pwritev_all
+        state = {"left": 1}
+
+        def pwritev_all(fd, parts, offset, dsync=False):
+            if state["left"]:
+                state["left"] -= 1
+                if written:
+                    real(fd, parts, offset, dsync=False)
+                raise OSError(code, os.strerror(code))
+            return real(fd, parts, offset, dsync)
+
+        monkeypatch.setattr(journal_module.segment, "pwritev_all", pwritev_all)
+    return fail
+
+
+async def test_eio_fails_the_appends_fences_the_ledger_and_a_replay_keeps_the_fence(
+        make_factory, tmp_path, failing_journal_write):
+    """fsyncgate: a write or sync that failed with EIO may or may not be on disk; it is never
+    retried and called durable. Its appends fail, the ledger moves to a new ledger, and the
+    entries the old journal file may hold past the fence never come back."""
+    f = await make_factory(tmp_path / "a")
+    ml = await f.open("t")
+    await ml.open_cursor("keep", "earliest")
+    good = [await ml.add_entry(b"good%d" % i) for i in range(3)]
+    failing_journal_write(errno.EIO, written=True)
+    with pytest.raises(PersistenceError):
+        await ml.add_entry(b"ghost")
+    after = await ml.add_entry(b"after")
+    assert after == Position(good[0].ledger_id + 1, 0)  # fenced: a new ledger
+    assert ml._commit.fenced_ledgers == 1 and ml._commit.add_entry_errors == 1
+    assert len(jf.list_files(os.path.join(tmp_path, "a", "journal"))) == 2  # the suspect file was retired
+    assert await datas(ml) == [b"good0", b"good1", b"good2", b"after"]
+    crash_copy(tmp_path / "a", tmp_path / "b")
+    ml2 = await (await make_factory(tmp_path / "b")).open("t")
+    assert await datas(ml2) == [b"good0", b"good1", b"good2", b"after"]
+
+
+async def test_no_room_cuts_the_failed_write_off_and_numbering_goes_on(make_factory, tmp_path, failing_journal_write):
+    f = await make_factory(tmp_path / "a")
+    ml = await f.open("t")
+    await ml.open_cursor("keep", "earliest")
+    good = [await ml.add_entry(b"good%d" % i) for i in range(3)]
+    failing_journal_write(errno.ENOSPC, written=True)
+    with pytest.raises(PersistenceError):
+        await ml.add_entry(b"lost")
+    assert await ml.add_entry(b"after") == Position(good[0].ledger_id, 3)  # right after the last durable entry
+    assert len(jf.list_files(os.path.join(tmp_path, "a", "journal"))) == 1
+    crash_copy(tmp_path / "a", tmp_path / "b")
+    ml2 = await (await make_factory(tmp_path / "b")).open("t")
+    assert await datas(ml2) == [b"good0", b"good1", b"good2", b"after"]
+
+
+def test_a_torn_journal_record_ends_the_file(tmp_path):
+    folder = str(tmp_path)
+    fd = jf.create_file(folder, 0)
+    head = segment.RECORD_HEADER.pack(5, segment.record_crc(b"hello"))
+    records = [jf.control_record(jf.NAME, 0, payload=b"t"),
+               jf.entry_record(0, 3, 0, head) + head + b"hello",
+               jf.entry_record(0, 3, 1, head) + head + b"hello"]
+    os.write(fd, b"".join(records))
+    os.close(fd)
+    path = jf.file_path(folder, 0)
+    assert [(r.kind, r.entry_id) for r in jf.read_records(path)] == [(jf.NAME, -1), (jf.ENTRY, 0), (jf.ENTRY, 1)]
+    size = os.path.getsize(path)
+    for cut in range(size - len(records[-1]), size):
+        with open(path, "r+b") as f:
+            f.truncate(cut)
+        assert [(r.kind, r.entry_id) for r in jf.read_records(path)] == [(jf.NAME, -1), (jf.ENTRY, 0)]
+    with open(path, "r+b") as f:  # a flipped bit in the middle record's data
+        f.seek(len(records[0]) + jf.RECORD.size + segment.RECORD_OVERHEAD + 1)
+        f.write(b"X")
+    assert [r.kind for r in jf.read_records(path)] == [jf.NAME]
