@@ -419,9 +419,13 @@ def _verify_ledger(v, obs, index: FactIndex, F: list[Fact], name: str) -> None:
             if persisted:
                 v.append(Violation("cursor-lost", f"{short}: cursor {cname} is missing (persisted, ACK #{persisted[-1].id})"))
             continue
+        md = _t(obs_cur["md"])
+        lac = _t(led.get("lac", (-1, -1)))
+        if md[1] >= 0 and md > lac:
+            v.append(Violation("cursor-ahead", f"{short}: cursor {cname} mark-delete {md[0]}:{md[1]} names an entry "
+                               f"after the last one recovered ({lac[0]}:{lac[1]})"))
         if persisted:
             last = persisted[-1]
-            md = _t(obs_cur["md"])
             if md < _t(last.f["md"]):
                 v.append(Violation("cursor-behind", f"{short}: cursor {cname} mark-delete {md[0]}:{md[1]} is behind the "
                                    f"persisted {last.f['md'][0]}:{last.f['md'][1]} (ACK #{last.id})"))
