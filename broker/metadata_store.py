@@ -1,7 +1,8 @@
 """Broker metadata that is not a ledger: partitioned-topic metadata, kept in one JSON file.
 
 Written atomically (temporary file, fsync, rename, fsync of the folder) off the event loop, so a
-crash leaves either the old or the new file. Pulsar keeps the same facts in its metadata store
+crash leaves either the old or the new file; the folder itself is created durably (its parents
+synced), so a power loss during the first boot does not take it with it. Pulsar keeps the same facts in its metadata store
 (ZooKeeper) under /admin/partitioned-topics.
 """
 from __future__ import annotations
@@ -10,6 +11,8 @@ import asyncio
 import json
 import os
 from pathlib import Path
+
+from minipulsar.storage import make_dirs_durably
 
 
 class MetadataStore:
@@ -33,7 +36,7 @@ class MetadataStore:
         await asyncio.to_thread(self._write, snapshot)
 
     def _write(self, text: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs_durably(str(self.path.parent))
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w") as f:
             f.write(text)

@@ -9,7 +9,7 @@ from .config import ManagedLedgerConfig
 from .cursor import ManagedCursor
 from .errors import (CursorError, DataDirLockedError, LedgerClosedError, LedgerCorruptionError,
                      PersistenceError, StorageError)
-from .factory import ManagedLedgerFactory
+from .factory import ManagedLedgerFactory, make_dirs_durably
 from .entry import Entry
 from .ledger import ManagedLedger
 from .ledger_map import LedgerInfo
@@ -19,6 +19,6 @@ from .range_set import PositionRangeSet
 __all__ = [
     "CompactedLedger", "CompactedLedgerWriter", "delete_compacted_ledgers",
     "CursorError", "DataDirLockedError", "EARLIEST", "Entry", "LedgerClosedError", "LedgerInfo", "LedgerCorruptionError",
-    "ManagedCursor", "ManagedLedger", "ManagedLedgerConfig", "ManagedLedgerFactory", "PersistenceError",
+    "ManagedCursor", "ManagedLedger", "ManagedLedgerConfig", "ManagedLedgerFactory", "PersistenceError", "make_dirs_durably",
     "Position", "PositionRangeSet", "StorageError",
 ]

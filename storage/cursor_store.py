@@ -150,12 +150,14 @@ def store(base: str, state: CursorState, slot: int, sync: bool) -> None:
 
 
 def remove(base: str) -> None:
-    """Delete both slots of a cursor."""
+    """Delete both slots of a cursor, durably (the folder is synced: an unsynced unlink may be
+    undone by a power loss, and the deleted subscription would come back)."""
     for i in (0, 1):
         try:
             os.unlink(f"{base}.{i}")
         except FileNotFoundError:
             pass
+    fsync_dir(os.path.dirname(base))
 
 
 def list_cursors(folder: str) -> list[str]:

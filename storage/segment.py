@@ -170,7 +170,7 @@ def scan_segment(folder: str, ledger_id: int, cut_tail: bool) -> SegmentIndex:
             good_end = 0
         else:
             good_end = _scan_records(f, path, size, idx, cut_tail)
-    if cut_tail and good_end < size:
+    if cut_tail and (good_end < size or good_end == 0):  # a torn tail, or no header at all
         log.warning("segment %s: cutting torn tail at offset %d (file had %d bytes)", path, good_end, size)
         with open(path, "r+b") as f:
             if good_end == 0:

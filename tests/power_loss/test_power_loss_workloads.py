@@ -1,8 +1,4 @@
-"""One test per workload: record -> build the crash states -> recovery on each -> invariants.
-
-A test marked xfail(strict=True) fails today because of the product bug its reason names; when
-storage is fixed it passes, strict turns that into a failure, and the mark is to be removed.
-"""
+"""One test per workload: record -> build the crash states -> recovery on each -> invariants."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,30 +10,8 @@ from tools.crashstates.explore import check_recording, mutate
 
 JOBS = int(os.environ.get("CRASHSTATES_JOBS", "1"))  # recoveries in parallel; 1 keeps the CPU modest
 
-FIRST_BOOT_NOT_DURABLE = (
-    "first boot is not durable: ManagedLedgerFactory.start() (storage/factory.py) creates <data_dir> and "
-    "<data_dir>/ledgers with os.makedirs and never fsyncs their parent directories, and MetadataStore._write "
-    "(broker/metadata_store.py) mkdirs <data_dir>/metadata and fsyncs it but not <data_dir>; after an "
-    "acknowledged first metadata save, topic creation or append, a power loss can drop the directory entry "
-    "of data/, data/ledgers or data/metadata: the metadata file or the whole ledger (entries, cursor) is lost")
-DELETE_NOT_DURABLE = (
-    "topic deletion is not durable: ManagedLedgerFactory.delete / ManagedLedger.delete remove the ledger "
-    "folder with shutil.rmtree and fsync neither data/ledgers nor the folder before returning; after an "
-    "acknowledged delete a power loss brings the deleted ledger back with its entries and cursor, and a topic "
-    "re-created under the same name comes up with the old entries until data/ledgers is next fsynced")
-CURSOR_DELETE_NOT_DURABLE = (
-    "subscription deletion is not durable: storage/cursor_store.remove (ManagedLedger.delete_cursor) unlinks "
-    "the cursor's slot files without fsyncing the cursors/ folder; after an acknowledged delete_cursor a power "
-    "loss brings the deleted subscription back")
 
-WORKLOADS = [
-    pytest.param("w1", marks=pytest.mark.xfail(strict=True, reason=FIRST_BOOT_NOT_DURABLE)),
-    "w2",
-    "w3",
-    "w4",
-    pytest.param("w5", marks=pytest.mark.xfail(strict=True, reason=DELETE_NOT_DURABLE)),
-    pytest.param("w6", marks=pytest.mark.xfail(strict=True, reason=CURSOR_DELETE_NOT_DURABLE)),
-]
+WORKLOADS = ["w1", "w2", "w3", "w4", "w5", "w6", "w7"]
 
 
 @pytest.mark.parametrize("name", WORKLOADS)

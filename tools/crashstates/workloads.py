@@ -360,6 +360,33 @@ class DeleteSubscription(Workload):
         await factory.close()
 
 
+@workload
+@dataclass
+class SharedJournal(Workload):
+    name: str = "w7"
+    description: str = ("two ledgers appending through the one shared journal, interleaved; a "
+                        "checkpoint between rounds (segments synced, older journal files removed) and "
+                        "journal files rotated at a tiny size, so a crash falls before, during and after each")
+    config: dict = field(default_factory=lambda: {"journal_max_size_mb": 1, "mark_delete_rate_limit": 0})
+
+    async def setup(self, ctx: Ctx) -> None:
+        factory = await ctx.start_factory()
+        for n in range(2):
+            await ctx.open_cursor(await ctx.open_ledger(factory, f"{TOPIC}-{n}"), "sub", "earliest")
+        await factory.close()
+
+    async def run(self, ctx: Ctx) -> None:
+        factory = await ctx.start_factory()
+        ledgers = [await ctx.open_ledger(factory, f"{TOPIC}-{n}") for n in range(2)]
+        for round_ in range(3):
+            for i, ml in enumerate(ledgers):
+                await ctx.add(ml, _payload(f"w7-{round_}-{i}", round_) + b"J" * 300_000)  # a new file in round 2
+            await factory.checkpoint()
+        for i, ml in enumerate(ledgers):
+            await ctx.add(ml, _payload(f"w7-tail-{i}", i))
+        await factory.close()
+
+
 def run_phase(name: str, phase: str, root: str, ack_path: str) -> None:
     """Run ``phase`` ("setup" or "run") of workload ``name`` in this process."""
     wl = get(name)
