@@ -1,20 +1,17 @@
 """Unit tests (no sockets) of the client's wire pieces against the official client and Apache
 Pulsar's binary protocol."""
-import struct
-
 import pulsar
 import pytest
 
-from minipulsar.client import codec
-from minipulsar.client.consumer.acks import AckGroupingTracker, BatchAcker, ack_set_words, acked_indexes
-from minipulsar.client.consumer.payload import CorruptEntry, decode_entry, split_batch
+from minipulsar.client.consumer.acks import AckGroupingTracker, BatchAcker
+from minipulsar.client.consumer.payload import CorruptEntry, decode_entry
 from minipulsar.client.hashing import boost_hash, partition_for_key
 from minipulsar.client.message_id import MessageId
 from minipulsar.client.options import CompressionType, ConsumerKeySharedPolicy, KeySharedMode
 from minipulsar.client.producer.batch import PendingMessage, build_batch, build_single
 from minipulsar.client.exceptions import InvalidConfiguration
 from minipulsar.proto import PulsarApi_pb2 as api
-from minipulsar.proto.frames import FrameDecoder
+from minipulsar.proto.frames import FrameDecoder, build_headers_and_payload, split_headers_and_payload
 
 IDS = [(-1, 5, 7, -1), (2, 5, 7, 3), (0, 0, 0, -1), (11, 1 << 40, 123456, 999), (-1, 3, 4, 0)]
 
@@ -57,19 +54,8 @@ def test_boost_hash_is_64_bit():
     assert boost_hash(b"hello") != boost_hash(b"hellp")
 
 
-@pytest.mark.parametrize("kind", list(CompressionType))
-def test_codec_round_trip(kind):
-    data = b"minipulsar " * 500
-    packed = codec.compress(kind, data)
-    if kind != CompressionType.NONE:
-        assert len(packed) < len(data)
-    assert codec.decompress(kind, packed, len(data)) == data
-
-
-def test_lz4_is_raw_block_format():
-    import lz4.block
-    data = b"abc" * 100
-    assert lz4.block.decompress(codec.compress(CompressionType.LZ4, data), uncompressed_size=len(data)) == data
+def test_compression_type_mirrors_the_protocol_enum():
+    assert {kind.name.upper(): int(kind) for kind in CompressionType} == dict(api.CompressionType.items())
 
 
 def _entry_bytes(frame: bytes) -> tuple[api.BaseCommand, bytes]:
@@ -119,17 +105,20 @@ def test_corrupt_checksum_is_reported():
     assert info.value.validation_error == api.CommandAck.ChecksumMismatch
 
 
-def test_split_batch_rejects_overrun():
-    single = api.SingleMessageMetadata(payload_size=100).SerializeToString()
-    with pytest.raises(ValueError):
-        split_batch(struct.pack(">I", len(single)) + single + b"short", 1)
-
-
-def test_ack_set_words_layout():
-    assert ack_set_words({0, 2}, 3) == [0b101]
-    assert ack_set_words({63}, 64) == [-(1 << 63)]
-    assert ack_set_words({64}, 65) == [0, 1]
-    assert acked_indexes([0b101], 3) == {1}
+def test_broken_batch_and_compression_are_reported():
+    op = build_batch(1, "p", [_msg(b"abc", 0), _msg(b"def", 1)], CompressionType.NONE)
+    _, entry = _entry_bytes(op.frame)
+    metadata, _, _ = decode_entry(entry)
+    metadata.num_messages_in_batch = 3  # one more message than the payload holds
+    short = build_headers_and_payload(metadata, entry[split_headers_and_payload(entry).payload_offset:])
+    with pytest.raises(CorruptEntry) as info:
+        decode_entry(short)
+    assert info.value.validation_error == api.CommandAck.BatchDeSerializeError
+    metadata.num_messages_in_batch = 2
+    metadata.compression, metadata.uncompressed_size = api.ZLIB, 100
+    with pytest.raises(CorruptEntry) as info:
+        decode_entry(build_headers_and_payload(metadata, b"not zlib"))
+    assert info.value.validation_error == api.CommandAck.DecompressionError
 
 
 def test_batch_acker_acks_entry_when_all_indexes_are_acked():

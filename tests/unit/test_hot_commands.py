@@ -6,7 +6,7 @@ import pytest
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from minipulsar.proto import PulsarApi_pb2 as api
-from minipulsar.proto.frames import (BrokerFrameDecoder, Frame, FrameDecoder, SendFrame, encode_command,
+from minipulsar.proto.frames import (Frame, FrameDecoder, SendFastPathDecoder, SendFrame, encode_command,
                                      encode_payload_command)
 from minipulsar.proto.hot_commands import SendCommand, encode_message, encode_send_receipt, parse_send
 
@@ -143,14 +143,14 @@ def mutated(rng: random.Random, command: bytes) -> bytes:
     return bytes(out)
 
 
-def test_broker_decoder_gives_a_send_frame_for_a_plain_send_and_a_frame_for_the_rest():
+def test_send_fast_path_decoder_gives_a_send_frame_for_a_plain_send_and_a_frame_for_the_rest():
     payload = b"\x0e\x01headers and payload"
     plain = api.BaseCommand(type=api.BaseCommand.SEND, send=api.CommandSend(producer_id=2, sequence_id=300))
     chunk = api.BaseCommand(type=api.BaseCommand.SEND, send=api.CommandSend(producer_id=2, sequence_id=301,
                                                                           is_chunk=True))
     flow = api.BaseCommand(type=api.BaseCommand.FLOW, flow=api.CommandFlow(consumer_id=1, messagePermits=10))
     stream = encode_payload_command(plain, payload) + encode_payload_command(chunk, payload) + encode_command(flow)
-    fast, protobuf_send, other = BrokerFrameDecoder().feed(stream)
+    fast, protobuf_send, other = SendFastPathDecoder().feed(stream)
     assert fast == SendFrame(SendCommand(2, 300, 1, 0), payload)
     assert protobuf_send == Frame(chunk, payload) and other == Frame(flow, None)
     assert FrameDecoder().feed(stream) == [Frame(plain, payload), Frame(chunk, payload), Frame(flow, None)]
