@@ -1,14 +1,10 @@
 """Shared fixtures: a real broker on a free loopback port with a temporary data dir (in-process
-or as a child process), a unique topic name, and the official client (the oracle)."""
+or as a child process, started by minipulsar.launcher), a unique topic name, and the official
+client (the oracle)."""
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import subprocess
-import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -18,6 +14,7 @@ import pytest
 from minipulsar.broker.config import build_config
 from minipulsar.broker.broker import Broker
 from minipulsar.broker.topic_name import TopicName
+from minipulsar.launcher import BrokerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -109,67 +106,19 @@ def official(broker):
     c.close()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class BrokerProcess:
-    """`python -m minipulsar broker ...` (or another verb that runs a broker, such as `standalone`)
-    as a child process, the way users run it."""
-
-    def __init__(self, data_dir: Path, port: int | None = None, extra_args: tuple[str, ...] = (), env=None,
-                 verb: str = "broker"):
-        self.data_dir = data_dir
-        self.verb = verb
-        self.port = port or free_port()
-        self.extra_args = extra_args
-        self.env = {**os.environ, **(env or {})}
-        self.proc: subprocess.Popen | None = None
-        self.log_path = data_dir.parent / f"broker-{self.port}.log"
-
-    @property
-    def url(self) -> str:
-        return f"pulsar://127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 20) -> "BrokerProcess":
-        cmd = [sys.executable, "-m", "minipulsar", self.verb, "--data-dir", str(self.data_dir),
-               "--broker-service-port", str(self.port), "--web-service-port", "0", "--bind-address", "127.0.0.1",
-               *self.extra_args]
-        self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"broker exited with {self.proc.returncode}: {self.log_path.read_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return self
-            except OSError:
-                time.sleep(0.05)  # the poll interval of this deadline-bounded wait for the port
-        raise TimeoutError(f"broker did not listen on {self.port}: {self.log_path.read_text()}")
-
-    def stop(self, sig: int = 15, timeout: float = 20) -> int:
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else 0
-        self.proc.send_signal(sig)
-        code = self.proc.wait(timeout)
-        self._log.close()
-        return code
-
-
 @pytest.fixture
 def broker_process(tmp_path):
+    """Start broker processes (minipulsar.launcher.BrokerProcess, ready when returned):
+    broker_process(data_dir=None, **options) with options port, web_port, args, env, verb, settings;
+    data_dir defaults to tmp_path/"data". stop(sig) and restart() keep ports and data dir; the
+    ones still running are killed at teardown."""
     procs = []
 
-    def start(data_dir: Path | None = None, **kwargs) -> BrokerProcess:
-        p = BrokerProcess(data_dir or tmp_path / "data", **kwargs).start()
+    def start(data_dir: Path | None = None, **options) -> BrokerProcess:
+        p = BrokerProcess(data_dir or tmp_path / "data", **options).start()
         procs.append(p)
         return p
 
     yield start
     for p in procs:
-        if p.proc and p.proc.poll() is None:
-            p.proc.kill()
-            p.proc.wait()
+        p.kill()

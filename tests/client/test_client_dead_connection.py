@@ -16,7 +16,7 @@ import pytest
 
 from minipulsar import client as mp
 from minipulsar.client.exceptions import InvalidConfiguration, Timeout
-from tests.conftest import free_port
+from minipulsar.launcher import free_port
 from tests.e2e.blackhole_proxy import BlackholeProxy
 from tests.integration.helpers import wait_for_async
 

@@ -16,7 +16,7 @@ from minipulsar.client.exceptions import InvalidConfiguration
 from minipulsar.client.lookup import LookupService
 from minipulsar.client.options import reject_unsupported
 from minipulsar.proto import PulsarApi_pb2 as api
-from tests.conftest import free_port
+from minipulsar.launcher import free_port
 
 NOWHERE = "pulsar://127.0.0.1:1"  # nothing listens: the option checks must fail before any I/O
 

@@ -13,7 +13,7 @@ import pytest
 from pulsar_lite.binary_finder import find_pulsar_lite_binary
 
 from minipulsar import client as mp
-from tests.conftest import free_port
+from minipulsar.launcher import free_port
 from tests.integration.helpers import wait_for
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from minipulsar import client as mp
 from minipulsar.client.exceptions import Timeout
+from minipulsar.launcher import free_port
 from tests.integration.helpers import wait_for_async
 
 
@@ -78,10 +79,7 @@ async def test_client_pings_and_keeps_the_connection(broker, topic):
 
 
 async def test_connect_to_nothing_times_out(tmp_path):
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nothing listens there
     async with mp.Client(f"pulsar://127.0.0.1:{port}", operation_timeout_seconds=1) as c:
         with pytest.raises(Timeout):
             await c.create_producer("t")

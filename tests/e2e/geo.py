@@ -11,20 +11,21 @@ import pulsar
 from minipulsar.broker.entry_info import entry_info
 from minipulsar.broker.topic_name import TopicName
 from minipulsar.storage import ManagedLedgerConfig, ManagedLedgerFactory
-from tests.conftest import free_port
+from minipulsar.launcher import free_port
 
 NAMES = ("a", "b", "c")
 
 
 def start_clusters(broker_process, tmp_path: Path, count: int, snapshot_millis: int = 1000, **extra_env):
-    """count broker processes a, b, c...; returns {name: BrokerProcess}. extra_env: MINIPULSAR_ keys."""
+    """count broker processes a, b, c...; returns {name: BrokerProcess} (minipulsar.launcher). extra_env:
+    MINIPULSAR_ keys."""
     names = NAMES[:count]
     ports = {name: free_port() for name in names}
     peers = ",".join(f"{n}=pulsar://127.0.0.1:{ports[n]}" for n in names)
     procs = {}
     for name in names:
         procs[name] = broker_process(data_dir=tmp_path / name, port=ports[name],
-                                     extra_args=("--cluster-name", name), env=cluster_env(peers, snapshot_millis, **extra_env))
+                                     args=("--cluster-name", name), env=cluster_env(peers, snapshot_millis, **extra_env))
     return procs
 
 
@@ -39,10 +40,9 @@ def cluster_env(peers: str, snapshot_millis: int, **extra) -> dict[str, str]:
     return env
 
 
-def restart(broker_process, proc):
-    """Start a stopped broker again on the same port and data dir with the same settings."""
-    return broker_process(data_dir=proc.data_dir, port=proc.port, extra_args=proc.extra_args,
-                          env={k: v for k, v in proc.env.items() if k.startswith("MINIPULSAR_")})
+def restart(proc):
+    """Start a stopped broker again on the same ports and data dir with the same settings."""
+    return proc.restart()
 
 
 def client(proc) -> pulsar.Client:

@@ -12,7 +12,7 @@ import pulsar
 import pytest
 import requests
 
-from tests.conftest import free_port
+from minipulsar.launcher import free_port
 from tests.integration.helpers import wait_for
 
 KEYS = 400
@@ -80,7 +80,7 @@ def compacted_ledger(port: int, topic: str) -> dict:
 def test_kill_during_compaction_keeps_a_whole_view(broker_process, tmp_path, kill_when):
     data_dir = tmp_path / "data"
     port = free_port()
-    broker = broker_process(data_dir, extra_args=("--web-service-port", str(port)))
+    broker = broker_process(data_dir, web_port=port)
     topic = f"persistent://public/default/crash-{uuid.uuid4().hex[:8]}"
     latest = produce_round(broker.url, topic, 1)
     compact(port, topic)
@@ -93,7 +93,7 @@ def test_kill_during_compaction_keeps_a_whole_view(broker_process, tmp_path, kil
                  "phase two writes the new compacted ledger", timeout=60, interval=0.001)
     broker.stop(sig=signal.SIGKILL)
 
-    broker = broker_process(data_dir, extra_args=("--web-service-port", str(port)))
+    broker = broker_process(data_dir, web_port=port)
     assert read_view(broker.url, topic) == latest, "after the restart the view is whole"
     stats = compacted_ledger(port, topic)
     assert stats["ledgerId"] in (first_ledger, first_ledger + 1)
@@ -111,7 +111,7 @@ def test_restart_keeps_only_the_ledger_the_cursor_names(broker_process, tmp_path
     ledger; a kill after the cursor moved leaves the older one: both are deleted at start-up."""
     data_dir = tmp_path / "data"
     port = free_port()
-    broker = broker_process(data_dir, extra_args=("--web-service-port", str(port)))
+    broker = broker_process(data_dir, web_port=port)
     topic = f"persistent://public/default/crash-{uuid.uuid4().hex[:8]}"
     latest = produce_round(broker.url, topic, 1)
     compact(port, topic)
@@ -123,6 +123,6 @@ def test_restart_keeps_only_the_ledger_the_cursor_names(broker_process, tmp_path
     for stray in (current_id - 1, current_id + 1):
         shutil.copy(current, current.with_name(f"compacted-{stray:012d}.ledger"))
 
-    broker = broker_process(data_dir, extra_args=("--web-service-port", str(port)))
+    broker = broker_process(data_dir, web_port=port)
     assert read_view(broker.url, topic) == latest
     assert compaction_files(data_dir) == [current.name]

@@ -92,7 +92,7 @@ def test_no_markers_when_idle_or_without_replicated_subscriptions(broker_process
         assert stored_markers(p.data_dir, plain) == [], n
 
     # Idle: brokers up for 10 snapshot periods, replicators connected, nothing published.
-    procs = {n: restart(broker_process, p) for n, p in procs.items()}
+    procs = {n: restart(p) for n, p in procs.items()}
     ca = client(procs["a"])
     ca.subscribe(replicated, "r", replicate_subscription_state_enabled=True).close()
     time.sleep(2.0)  # not synchronisation: the idle period is the thing under test (no marker while idle)

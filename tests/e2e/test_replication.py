@@ -82,7 +82,7 @@ def test_remote_down_backlog_grows_then_catches_up_in_order(broker_process, tmp_
         producer.send_async(f"{i}".encode(), None)
     producer.flush()
 
-    procs["b"] = restart(broker_process, procs["b"])
+    procs["b"] = restart(procs["b"])
     cb = client(procs["b"])
     consumer_b = cb.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
     got = [int(m.data()) for m in receive_all(consumer_b, idle_ms=4000)]

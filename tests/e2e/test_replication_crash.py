@@ -43,7 +43,7 @@ def test_kill_9_mid_snapshot_then_replication_and_snapshots_resume(broker_proces
     wait_for(lambda: len(confirmed) >= 200, "200 confirmed sends before the kill", timeout=60)
     procs["a"].stop(signal.SIGKILL)
     before_crash = len(confirmed)
-    procs["a"] = restart(broker_process, procs["a"])
+    procs["a"] = restart(procs["a"])
     wait_for(lambda: len(confirmed) > before_crash + 200, "the producer to resume after the restart", timeout=60)
     stop.set()
     thread.join(60)

@@ -9,7 +9,7 @@ import logging
 
 import pulsar
 
-from tests.conftest import free_port
+from minipulsar.launcher import free_port
 from tests.e2e.geo import cluster_env, receive_all
 from tests.integration.helpers import wait_for
 
@@ -40,7 +40,7 @@ def _produce(c: pulsar.Client, count: int) -> list[bytes]:
 def test_a_replicator_that_dials_its_own_broker_is_refused_and_reported(broker_process, tmp_path):
     port = free_port()
     # The mistake seen in containers: "b" resolves to this very broker.
-    a = broker_process(data_dir=tmp_path / "a", port=port, extra_args=("--cluster-name", "a"),
+    a = broker_process(data_dir=tmp_path / "a", port=port, args=("--cluster-name", "a"),
                        env=cluster_env(f"b=pulsar://127.0.0.1:{port}", 1000))
     c = _client(a)
     try:
@@ -60,9 +60,9 @@ def test_a_replicator_that_dials_its_own_broker_is_refused_and_reported(broker_p
 def test_a_replicator_that_reaches_another_cluster_is_refused_and_reported(broker_process, tmp_path):
     port_a, port_c = free_port(), free_port()
     # a believes b lives where c does.
-    a = broker_process(data_dir=tmp_path / "a", port=port_a, extra_args=("--cluster-name", "a"),
+    a = broker_process(data_dir=tmp_path / "a", port=port_a, args=("--cluster-name", "a"),
                        env=cluster_env(f"b=pulsar://127.0.0.1:{port_c}", 1000))
-    c_proc = broker_process(data_dir=tmp_path / "c", port=port_c, extra_args=("--cluster-name", "c"),
+    c_proc = broker_process(data_dir=tmp_path / "c", port=port_c, args=("--cluster-name", "c"),
                             env=cluster_env(f"a=pulsar://127.0.0.1:{port_a}", 1000))
     ca, cc = _client(a), _client(c_proc)
     try:

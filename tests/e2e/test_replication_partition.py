@@ -12,7 +12,7 @@ import time
 import pulsar
 import requests
 
-from tests.conftest import free_port
+from minipulsar.launcher import free_port
 from tests.e2e.blackhole_proxy import BlackholeProxy
 from tests.e2e.geo import cluster_env, receive_all
 from tests.integration.helpers import wait_for
@@ -38,9 +38,9 @@ def test_partition_dead_connection_dropped_and_catch_up_within_one_backoff_step(
     peers = f"a=pulsar://127.0.0.1:{port_a},b={proxy.url}"
     settings = {"keepAliveIntervalSeconds": KEEPALIVE, "replicationMaxBackoffIntervalSeconds": BACKOFF_CAP}
     a = broker_process(data_dir=tmp_path / "a", port=port_a, env=cluster_env(peers, 1000, **settings),
-                       extra_args=("--cluster-name", "a", "--web-service-port", str(web_a)))
+                       web_port=web_a, args=("--cluster-name", "a"))
     broker_process(data_dir=tmp_path / "b", port=port_b, env=cluster_env(peers, 1000, **settings),
-                   extra_args=("--cluster-name", "b", "--advertised-address", "127.0.0.2"))
+                   args=("--cluster-name", "b", "--advertised-address", "127.0.0.2"))
     topic = "persistent://public/default/partition"
     ca, cb = pulsar.Client(a.url), pulsar.Client(proxy.url)
     try:

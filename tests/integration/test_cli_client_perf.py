@@ -11,7 +11,8 @@ import pulsar
 import pytest
 
 from minipulsar.cli import main
-from tests.conftest import ROOT, free_port
+from minipulsar.launcher import free_port
+from tests.conftest import ROOT
 from tests.integration.helpers import wait_for
 
 TIMEOUT = 60  # seconds a CLI run may take before the test fails

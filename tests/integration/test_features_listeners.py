@@ -8,7 +8,7 @@ import pytest
 from minipulsar.broker.config import ConfigError, build_config
 from minipulsar.broker.listeners import AdvertisedListeners
 from minipulsar.proto import PulsarApi_pb2 as api
-from tests.conftest import free_port
+from minipulsar.launcher import free_port
 from tests.integration.helpers import RawConnection
 
 Type = api.BaseCommand.Type

@@ -6,6 +6,7 @@ import sys
 import pulsar
 import pytest
 
+from minipulsar.launcher import free_port
 from minipulsar.proto import PulsarApi_pb2 as api
 from tests.conftest import ROOT
 from tests.integration.helpers import RawConnection, drain, wait_for
@@ -127,9 +128,7 @@ def test_a_peer_gone_silent_with_writes_pending_is_dropped_and_frees_its_produce
     from tests.e2e.blackhole_proxy import BlackholeProxy
 
     broker = broker_factory(keepAliveIntervalSeconds=1, connectionWriteHighWaterMarkBytes=64 * 1024)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     proxy = BlackholeProxy(("127.0.0.1", port), ("127.0.0.1", int(broker.url.rsplit(":", 1)[1]))).start()
     client = pulsar.Client(broker.url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:

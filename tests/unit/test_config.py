@@ -71,7 +71,7 @@ def test_unused_keys_are_split_into_pulsar_keys_and_typos():
 def test_typo_in_broker_conf_is_a_warning_naming_the_closest_key(broker_process, tmp_path):
     conf = tmp_path / "broker.conf"
     conf.write_text("brokerServicePrt=6651\nzookeeperServers=zk:2181\n")
-    proc = broker_process(extra_args=("--config", str(conf)))
+    proc = broker_process(args=("--config", str(conf)))
     log = proc.log_path.read_text()
     assert "WARNING" in log and "brokerServicePrt" in log and "did you mean brokerServicePort?" in log
     assert "ignoring Pulsar config keys minipulsar does not use: zookeeperServers" in log

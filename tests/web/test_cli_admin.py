@@ -14,7 +14,8 @@ import pytest
 from minipulsar.cli import parser
 from minipulsar.cli.admin.args import byte_size, message_position, relative_seconds
 from minipulsar.cli.admin.messages import pretty_hex_dump
-from tests.conftest import ROOT, free_port
+from minipulsar.launcher import free_port
+from tests.conftest import ROOT
 from tests.integration.helpers import wait_for
 from tests.web.conftest import rest_path
 
