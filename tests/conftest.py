@@ -3,73 +3,19 @@ or as a child process, started by minipulsar.launcher), a unique topic name, and
 client (the oracle)."""
 from __future__ import annotations
 
-import asyncio
-import threading
+import time
 import uuid
 from pathlib import Path
 
+import jwt
 import pulsar
 import pytest
 
-from minipulsar.broker.config import build_config
-from minipulsar.broker.broker import Broker
-from minipulsar.broker.topic_name import TopicName
 from minipulsar.launcher import BrokerProcess
+from tests.helpers import BrokerThread
+from tests.pki import JwtKeys, Pki, make_jwt_keys, make_pki
 
-ROOT = Path(__file__).resolve().parent.parent
-
-pytest_plugins = ["pytester"]  # tests/integration/test_testing_plugin.py runs a project of its own
-
-
-class BrokerThread:
-    """An in-process Broker running on its own event loop in a background thread, so blocking
-    clients (the official pulsar package) can talk to it from the test thread."""
-
-    def __init__(self, data_dir: Path, **settings):
-        self.settings = {"dataDir": str(data_dir), "brokerServicePort": 0, "webServicePort": 0,
-                         "bindAddress": "127.0.0.1", **settings}
-        self.loop = asyncio.new_event_loop()
-        self.broker: Broker | None = None
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-
-    def start(self) -> "BrokerThread":
-        self._thread.start()
-        self.broker = Broker(build_config(self.settings))
-        self.call(self.broker.start())
-        return self
-
-    def call(self, coro, timeout: float = 30):
-        """Run coro on the broker's loop and return its result."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def run(self, fn, timeout: float = 30):
-        """Run a plain function on the broker's loop (to read broker state safely)."""
-        async def wrapper():
-            return fn()
-        return self.call(wrapper(), timeout)
-
-    @property
-    def url(self) -> str:
-        return self.broker.service_url
-
-    def topic_stats(self, topic: str) -> dict:
-        """The topic's stats (Pulsar's TopicStats field names), read on the broker's loop."""
-        return self.run(lambda: self.broker.topics[str(TopicName.parse(topic))].stats())
-
-    def subscription_stats(self, topic: str, subscription: str) -> dict:
-        """The subscription's stats (Pulsar's SubscriptionStats field names: msgBacklog,
-        markDeletePosition, consumers, ...), read on the broker's loop."""
-        return self.topic_stats(topic)["subscriptions"][subscription]
-
-    def stop(self) -> None:
-        """Stop the broker and its loop; a second call does nothing."""
-        if self.loop.is_closed():
-            return
-        if self.broker is not None:
-            self.call(self.broker.stop())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-        self.loop.close()
+pytest_plugins = ["pytester"]  # tests/integration/package/test_testing_plugin.py runs a project of its own
 
 
 @pytest.fixture
@@ -122,3 +68,30 @@ def broker_process(tmp_path):
     yield start
     for p in procs:
         p.kill()
+
+
+# ---- security material: the session's certificates and JWT keys (unit and integration tests) ----
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory) -> Pki:
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="session")
+def jwt_keys(tmp_path_factory) -> JwtKeys:
+    return make_jwt_keys(tmp_path_factory.mktemp("jwt"))
+
+
+@pytest.fixture
+def make_token(jwt_keys):
+    """make_token(subject, expires_in=None, key="secret"|"rsa"|"ec", **claims) -> a signed JWT."""
+
+    def make(subject: str | None, expires_in: float | None = None, key: str = "secret", **claims) -> str:
+        if subject is not None:
+            claims["sub"] = subject
+        if expires_in is not None:
+            claims["exp"] = int(time.time() + expires_in)
+        signing = {"secret": (jwt_keys.secret_bytes, "HS256"), "rsa": (jwt_keys.rsa_key, "RS256"),
+                   "ec": (jwt_keys.ec_key, "ES256")}[key]
+        return jwt.encode(claims, signing[0], algorithm=signing[1])
+
+    return make
