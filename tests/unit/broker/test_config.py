@@ -1,13 +1,8 @@
-"""Broker configuration: Pulsar key names, precedence, and errors that name the key."""
-import subprocess
-import sys
-
+"""Broker configuration: Pulsar key names, precedence, and errors that name the key. The broker verb
+meeting them in a child process: tests/integration/cli/test_cli_broker_config.py."""
 import pytest
 
-import minipulsar
 from minipulsar.broker.config import ConfigError, build_config, env_overrides, parse_conf_file, unused_keys_report
-from tests import ROOT
-
 
 
 def test_defaults_match_pulsar():
@@ -51,36 +46,8 @@ def test_bad_line_in_file_is_reported(tmp_path):
         parse_conf_file(conf)
 
 
-def test_cli_refuses_to_start_on_a_bad_value(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(tmp_path), "--broker-service-port", "abc"],
-        cwd=ROOT, capture_output=True, text=True, timeout=30,
-    )
-    assert result.returncode == 2
-    assert "brokerServicePort" in result.stderr
-
-
 def test_unused_keys_are_split_into_pulsar_keys_and_typos():
     pulsar, unknown = unused_keys_report({"zookeeperServers": "zk:2181", "brokerServicePrt": "6651",
                                           "completelyMadeUp": "1"})
     assert pulsar == ["zookeeperServers"]
     assert unknown == [("brokerServicePrt", "brokerServicePort"), ("completelyMadeUp", None)]
-
-
-def test_typo_in_broker_conf_is_a_warning_naming_the_closest_key(broker_process, tmp_path):
-    conf = tmp_path / "broker.conf"
-    conf.write_text("brokerServicePrt=6651\nzookeeperServers=zk:2181\n")
-    proc = broker_process(args=("--config", str(conf)))
-    log = proc.log_path.read_text()
-    assert "WARNING" in log and "brokerServicePrt" in log and "did you mean brokerServicePort?" in log
-    assert "ignoring Pulsar config keys minipulsar does not use: zookeeperServers" in log
-
-
-def test_bad_log_level_is_a_usage_error_and_version_is_printed(tmp_path):
-    bad = subprocess.run([sys.executable, "-m", "minipulsar", "broker", "--log-level", "LOUD"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=30)
-    assert bad.returncode == 2 and "--log-level" in bad.stderr and "Traceback" not in bad.stderr
-    for args in (["--version"], ["broker", "--version"]):
-        shown = subprocess.run([sys.executable, "-m", "minipulsar", *args], cwd=ROOT, capture_output=True,
-                               text=True, timeout=30)
-        assert shown.returncode == 0 and shown.stdout.strip() == f"minipulsar {minipulsar.__version__}"
