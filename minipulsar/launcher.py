@@ -115,6 +115,7 @@ class BrokerProcess:
         self.preexec_fn = preexec_fn
         self.startup_timeout = startup_timeout
         self.proc: subprocess.Popen | None = None
+        self._log_start = 0  # where the latest start's lines begin in log_path (restarts append)
 
     # ---- what callers read -------------------------------------------------------------------
     @property
@@ -172,6 +173,7 @@ class BrokerProcess:
             raise RuntimeError(f"the broker on port {self.port} is running already")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:  # the child keeps its own descriptor
+            self._log_start = log.tell()
             self.proc = subprocess.Popen(self.command(), cwd=self.cwd, env={**os.environ, **self.env, **self.settings_env()},
                                          stdout=log, stderr=subprocess.STDOUT, preexec_fn=self.preexec_fn)
         try:
@@ -206,7 +208,16 @@ class BrokerProcess:
                     return False
         except (urllib.error.URLError, OSError):
             return False
-        return not self._logs_startup_line() or STARTUP_LINE in self.log_text()
+        return not self._logs_startup_line() or STARTUP_LINE in self._log_since_start()
+
+    def _log_since_start(self) -> str:
+        """What the latest start wrote to the log (an earlier run's start-up line does not count)."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(self._log_start)
+                return log.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def _logs_startup_line(self) -> bool:
         level = self.log_level
