@@ -21,7 +21,7 @@ from pathlib import Path
 import pulsar
 import requests
 
-from broker_process import start_broker  # the script's folder is on sys.path
+from minipulsar.launcher import BrokerProcess
 
 
 def produce(client: pulsar.Client, topic: str, messages: int, keys: int, size: int) -> float:
@@ -65,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
     print("command:", shlex.join([sys.executable, *sys.argv]))
     with tempfile.TemporaryDirectory() as tmp:
-        broker = start_broker(Path(tmp) / "data")
+        broker = BrokerProcess(Path(tmp) / "data", log_level="WARNING", startup_timeout=60).start()
         port, web_port = broker.port, broker.web_port
         client = pulsar.Client(f"pulsar://127.0.0.1:{port}", logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
         try:

@@ -27,10 +27,11 @@ import pulsar
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from minipulsar.launcher import BrokerProcess  # noqa: E402
 from minipulsar.proto import PulsarApi_pb2 as api  # noqa: E402
 from minipulsar.proto.frames import encode_command  # noqa: E402
 
-from broker_process import rss_kib, slope_kib_per_minute, start_broker  # noqa: E402  (the script's folder is on sys.path)
+from process_stats import rss_kib, slope_kib_per_minute  # noqa: E402  (the script's folder is on sys.path)
 
 
 def idle_topics(web: str, count: int) -> None:
@@ -83,7 +84,7 @@ def main() -> None:
     args = parser.parse_args()
     print("command:", shlex.join([sys.executable, *sys.argv]))
     with tempfile.TemporaryDirectory() as tmp:
-        broker = start_broker(Path(tmp) / "data")
+        broker = BrokerProcess(Path(tmp) / "data", log_level="WARNING", startup_timeout=60).start()
         port, web_port = broker.port, broker.web_port
         try:
             base = rss_kib(broker.pid)

@@ -12,11 +12,8 @@ adds topics with a subscription and no traffic, so each scrape renders more.
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -25,30 +22,7 @@ from pathlib import Path
 import pulsar
 import requests
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_broker() -> tuple[subprocess.Popen, str, str]:
-    port, web_port = free_port(), free_port()
-    data = tempfile.mkdtemp(prefix="metrics-cost-")
-    proc = subprocess.Popen([sys.executable, "-m", "minipulsar", "broker", "--data-dir", data,
-                             "--broker-service-port", str(port), "--web-service-port", str(web_port),
-                             "--bind-address", "127.0.0.1", "--log-level", "WARNING"], cwd=ROOT)
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            socket.create_connection(("127.0.0.1", web_port), 0.2).close()
-            return proc, f"pulsar://127.0.0.1:{port}", f"http://127.0.0.1:{web_port}"
-        except OSError:
-            time.sleep(0.05)  # the poll interval of this bounded wait for the ports
-    proc.kill()
-    raise SystemExit("broker did not start")
+from minipulsar.launcher import BrokerProcess
 
 
 class Scraper(threading.Thread):
@@ -113,7 +87,8 @@ def main() -> None:
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"{args.messages} unbatched messages of {args.size} B per run, {args.rounds} rounds, "
           f"scrape every {args.interval * 1000:.0f} ms, {args.idle_topics} idle topics")
-    proc, url, web_url = start_broker()
+    broker = BrokerProcess(log_level="WARNING").start()  # a temporary data dir, removed at the end
+    url, web_url = broker.service_url, broker.web_service_url
     client = pulsar.Client(url, operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
         idle = [client.subscribe(f"persistent://public/default/idle-{uuid.uuid4().hex[:8]}", "idle")
@@ -147,8 +122,7 @@ def main() -> None:
             consumer.close()
     finally:
         client.close()
-        proc.terminate()
-        proc.wait(10)
+        broker.cleanup()
 
 
 if __name__ == "__main__":

@@ -59,9 +59,10 @@ from pathlib import Path
 import pulsar
 import requests
 
-from broker_process import (BrokerProcess, open_fds, peak_rss_kib, raise_nofile_limit, rss_kib,  # noqa: I001
-                            slope_kib_per_minute, start_broker)
+from minipulsar.launcher import BrokerProcess
 from minipulsar.proto import PulsarApi_pb2 as api
+from process_stats import (open_fds, peak_rss_kib, raise_nofile_limit, rss_kib,  # noqa: I001  (bench/ is on sys.path)
+                           slope_kib_per_minute)
 from minipulsar.proto.frames import encode_command
 
 Type = api.BaseCommand.Type
@@ -632,8 +633,9 @@ def connect_close_loop(args, broker: BrokerProcess, report: Report) -> None:
 
 # ---- driver --------------------------------------------------------------------------------------
 def launch(report: Report, tmp: Path, settings: dict, data_dir: Path | None = None, preexec_fn=None) -> BrokerProcess:
-    broker = start_broker(data_dir or tmp / "data", settings, log_path=tmp / "broker.log", preexec_fn=preexec_fn)
-    report.broker_command = broker.command()
+    broker = BrokerProcess(data_dir or tmp / "data", settings, log_path=tmp / "broker.log", log_level="WARNING",
+                           preexec_fn=preexec_fn, startup_timeout=60).start()
+    report.broker_command = broker.command_line()
     print(f"  broker: {report.broker_command}", flush=True)
     return broker
 
@@ -643,7 +645,7 @@ def finish(report: Report, broker: BrokerProcess, stop_timeout: float = 30) -> N
     long the clean shutdown took, and ERROR lines of its log."""
     died = broker.proc.poll()
     started = time.monotonic()
-    code = broker.stop(stop_timeout)
+    code = broker.stop(timeout=stop_timeout)
     took = time.monotonic() - started
     if died is not None:
         report.add("broker exit", f"DIED during the run with {died}")

@@ -25,10 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shlex
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -37,6 +34,8 @@ from pathlib import Path
 import pulsar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from minipulsar.launcher import BrokerProcess  # noqa: E402
 
 
 LATENCY_SAMPLE_EVERY = 20
@@ -166,23 +165,10 @@ def bench_url(url: str, args) -> list[tuple[str, dict]]:
     return rows
 
 
-def start_broker_process() -> tuple[subprocess.Popen, str]:
-    """`python -m minipulsar broker` on a free loopback port with a temporary data dir."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    data = tempfile.mkdtemp(prefix="perf-")
-    proc = subprocess.Popen([sys.executable, "-m", "minipulsar", "broker", "--data-dir", data, "--broker-service-port",
-                             str(port), "--web-service-port", "0", "--bind-address", "127.0.0.1", "--log-level", "WARNING"],
-                            cwd=Path(__file__).resolve().parent.parent)
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return proc, f"pulsar://127.0.0.1:{port}"
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("broker did not start")
+def start_broker_process() -> tuple[BrokerProcess, str]:
+    """`python -m minipulsar broker` on free loopback ports with a temporary data dir."""
+    broker = BrokerProcess(log_level="WARNING").start()
+    return broker, broker.service_url
 
 
 def main() -> None:
@@ -229,8 +215,7 @@ def main() -> None:
                 print(f"{name:60s} {figures}")
     finally:
         if embedded:
-            embedded.terminate()
-            embedded.wait(10)
+            embedded.cleanup()  # stop it and remove its temporary data dir
 
 
 if __name__ == "__main__":

@@ -43,7 +43,6 @@ import os
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -52,6 +51,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pulsar
+
+from minipulsar.launcher import BrokerProcess, free_port
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -68,18 +69,13 @@ RECEIVER_QUEUE = 1000
 Results = dict[tuple[str, str], list]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextmanager
-def running(name: str, argv: list[str], port: int, workdir: str, env: dict | None = None) -> Iterator[str]:
-    """Run a broker process (output to a log in `workdir`) until it listens on `port`; yield its URL."""
+def running(name: str, argv: list[str], port: int, workdir: str) -> Iterator[str]:
+    """Run another broker's process (pulsar-lite, the null broker; output to a log in `workdir`)
+    until it listens on `port`; yield its URL. minipulsar comes from minipulsar.launcher."""
     log_path = Path(workdir) / f"{name}.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(argv, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(argv, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
         try:
             wait_listening(proc, port, log_path)
             yield f"pulsar://127.0.0.1:{port}"
@@ -107,14 +103,10 @@ def wait_listening(proc: subprocess.Popen, port: int, log_path: Path, timeout: f
 
 @contextmanager
 def minipulsar(batching: bool, args, workdir: str) -> Iterator[str]:
-    port = free_port()
-    argv = [sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(Path(workdir) / "data"),
-            "--broker-service-port", str(port), "--web-service-port", str(free_port()),
-            "--bind-address", "127.0.0.1", "--log-level", "WARNING"]
-    # Explicit, so a changed default cannot quietly turn the comparison into one without fsync.
-    env = dict(os.environ, MINIPULSAR_journalSyncData="true")
-    with running("minipulsar", argv, port, workdir, env) as url:
-        yield url
+    # journalSyncData explicit, so a changed default cannot quietly turn the comparison into one without fsync.
+    with BrokerProcess(Path(workdir) / "data", {"journalSyncData": "true"}, log_path=Path(workdir) / "minipulsar.log",
+                       log_level="WARNING", cwd=workdir) as broker:
+        yield broker.service_url
 
 
 @contextmanager

@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pulsar  # noqa: E402
 
-from tests.conftest import BrokerProcess, free_port  # noqa: E402
-from tests.e2e.geo import cluster_env  # noqa: E402
+from minipulsar.launcher import BrokerProcess, free_port  # noqa: E402
+from tests.e2e.replication.geo import cluster_env  # noqa: E402
 
 
 def main() -> None:
@@ -35,8 +35,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="repl-lag-"))
     ports = {"a": free_port(), "b": free_port()}
     peers = ",".join(f"{n}=pulsar://127.0.0.1:{p}" for n, p in ports.items())
-    procs = {n: BrokerProcess(tmp / n, ports[n], ("--cluster-name", n), cluster_env(peers, 1000, journalSyncData=str(args.sync).lower())).start()
-             for n in ports}
+    env = cluster_env(peers, 1000, journalSyncData=str(args.sync).lower())
+    procs = {n: BrokerProcess(tmp / n, port=ports[n], args=("--cluster-name", n), env=env).start() for n in ports}
     try:
         run(procs, args)
     finally:

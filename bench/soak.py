@@ -53,9 +53,6 @@ import os
 import random
 import shlex
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -66,6 +63,8 @@ from pathlib import Path
 
 import pulsar
 import requests
+
+from minipulsar.launcher import BrokerProcess, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLICATED_NS = "public/default"
@@ -83,35 +82,26 @@ SUBSCRIPTIONS = {  # name -> (type, consumers, order scope: "subscription", "con
 }
 
 
-def free_port(rng: random.Random) -> int:
-    """A free port *below* the ephemeral range: a port the kernel hands out (bind to 0) can be taken
-    as the source port of an outgoing connection while its broker is down, and the restart fails."""
-    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-    while True:
-        port = rng.randrange(max(1024, low - 12000), low)
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-
-
 # --------------------------------------------------------------------------- brokers
 
 class Cluster:
-    """One broker process (one cluster), restartable on the same data dir and ports."""
+    """One broker process (one cluster, minipulsar.launcher.BrokerProcess), restartable on the same
+    data dir and ports."""
 
     def __init__(self, name: str, root: Path, port: int, web_port: int, peers: str):
         self.name, self.port, self.web_port = name, port, web_port
         self.data_dir = root / name
         self.log_path = root / f"broker-{name}.log"
-        self.env = {**os.environ,
-                    "MINIPULSAR_replicationClusters": peers,
-                    "MINIPULSAR_namespaceReplicationClusters": f"{REPLICATED_NS}=*",
-                    "MINIPULSAR_managedLedgerCacheSizeMB": str(CACHE_MB)}
-        self.proc: subprocess.Popen | None = None
+        self.broker = BrokerProcess(
+            self.data_dir, {"replicationClusters": peers, "namespaceReplicationClusters": f"{REPLICATED_NS}=*",
+                            "managedLedgerCacheSizeMB": CACHE_MB},
+            args=("--cluster-name", name), port=port, web_port=web_port, log_path=self.log_path,
+            log_level="WARNING", cwd=ROOT, startup_timeout=120)
         self.kills = 0
+
+    @property
+    def proc(self):
+        return self.broker.proc
 
     @property
     def url(self) -> str:
@@ -122,14 +112,10 @@ class Cluster:
         return f"http://127.0.0.1:{self.web_port}"
 
     def start(self) -> float:
-        """Start the broker and wait until its health check passes; returns seconds taken."""
+        """Start the broker (ready: see minipulsar.launcher) and wait until its health check passes;
+        returns seconds taken."""
         started = time.monotonic()
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(self.data_dir),
-                 "--broker-service-port", str(self.port), "--web-service-port", str(self.web_port),
-                 "--bind-address", "127.0.0.1", "--cluster-name", self.name, "--log-level", "WARNING"],
-                cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        self.broker.start()
         self.wait_healthy()
         return time.monotonic() - started
 
@@ -147,18 +133,11 @@ class Cluster:
         raise TimeoutError(f"broker {self.name} not healthy after {timeout} s; see {self.log_path}")
 
     def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
+        self.broker.kill()
         self.kills += 1
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        self.broker.stop(timeout=30)  # SIGTERM, SIGKILL if it hangs
 
     def rss_kib(self) -> int | None:
         try:
@@ -434,7 +413,10 @@ class Soak:
         self.args, self.root = args, root
         self.rng = random.Random(args.seed)
         names = ("a", "b")
-        ports = {n: (free_port(self.rng), free_port(self.rng)) for n in names}
+        # Below the ephemeral range: a port the kernel hands out (bind to 0) can become the source port
+        # of an outgoing connection while its broker is down, and the restart fails.
+        ports = {n: (free_port(below_ephemeral=True, rng=self.rng), free_port(below_ephemeral=True, rng=self.rng))
+                 for n in names}
         peers = ",".join(f"{n}=pulsar://127.0.0.1:{ports[n][0]}" for n in names)
         self.clusters = {n: Cluster(n, root, *ports[n], peers) for n in names}
         self.truth = Truth()

@@ -25,7 +25,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,29 +34,14 @@ from pathlib import Path
 
 import pulsar
 
+from minipulsar.launcher import BrokerProcess
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_broker(data_dir: str) -> tuple[subprocess.Popen, str, str]:
-    """A broker child process; (process, service URL, admin URL)."""
-    port, web_port = free_port(), free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "minipulsar", "broker", "--data-dir", data_dir,
-                             "--broker-service-port", str(port), "--web-service-port", str(web_port),
-                             "--bind-address", "127.0.0.1"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, f"pulsar://127.0.0.1:{port}", f"http://127.0.0.1:{web_port}"
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("broker did not start")
+def start_broker(folder: str) -> BrokerProcess:
+    """A broker child process with its data dir (and log) in folder, ready when returned."""
+    return BrokerProcess(Path(folder) / "data", log_level="WARNING", cwd=ROOT).start()
 
 
 def publish(url: str, topic: str, n: int, size: int, batching: bool) -> float:
@@ -79,7 +63,8 @@ def batch(args) -> None:
     from minipulsar.pipeline.session import local_session
 
     with tempfile.TemporaryDirectory() as data:
-        proc, url, admin_url = start_broker(data)
+        broker = start_broker(data)
+        url, admin_url = broker.service_url, broker.web_service_url
         try:
             topic = "bench-spark-batch"
             took = publish(url, topic, args.n, args.size, not args.unbatched)
@@ -100,13 +85,13 @@ def batch(args) -> None:
                       f"({df.rdd.getNumPartitions()} partitions, {args.master})")
             spark.stop()
         finally:
-            proc.terminate()
-            proc.wait(20)
+            broker.stop()
 
 
 def latency(args) -> None:
     with tempfile.TemporaryDirectory() as data:
-        proc, url, _ = start_broker(data)
+        broker = start_broker(data)
+        url = broker.service_url
         example = None
         try:
             topic, out_topic = "bench-events", "bench-events-window-totals"
@@ -164,8 +149,7 @@ def latency(args) -> None:
             if example is not None:
                 example.send_signal(signal.SIGINT)  # the example stops cleanly on Ctrl-C
                 example.wait(60)
-            proc.terminate()
-            proc.wait(20)
+            broker.stop()
 
 
 def _percentile(values: list[float], fraction: float) -> float:
@@ -175,7 +159,8 @@ def _percentile(values: list[float], fraction: float) -> float:
 
 def keepup(args) -> None:
     with tempfile.TemporaryDirectory() as data:
-        proc, url, _ = start_broker(data)
+        broker = start_broker(data)
+        url = broker.service_url
         try:
             t0 = time.monotonic()
             run = subprocess.run(
@@ -185,8 +170,7 @@ def keepup(args) -> None:
                 cwd=ROOT, capture_output=True, text=True, timeout=args.seconds + 600)
             elapsed = time.monotonic() - t0
         finally:
-            proc.terminate()
-            proc.wait(20)
+            broker.stop()
     out = run.stdout + run.stderr
     batches = [(int(n), int(ms)) for n, ms in re.findall(r"^batch \d+: (\d+) messages in (\d+) ms", out, re.M)]
     durations = [ms for _, ms in batches[1:]]  # the first batch includes the JVM's warm-up

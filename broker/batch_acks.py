@@ -16,17 +16,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from minipulsar.proto.entries import signed_words, unsigned_words
 from minipulsar.storage import Position
-
-_WORD = (1 << 64) - 1
-
-
-def _unsigned(words: Iterable[int]) -> list[int]:
-    return [w & _WORD for w in words]
-
-
-def _signed(word: int) -> int:
-    return word - (1 << 64) if word >= 1 << 63 else word
 
 
 class BatchAckSets:
@@ -40,7 +31,7 @@ class BatchAckSets:
 
     def record(self, position: Position, ack_set: Iterable[int]) -> bool:
         """Merge a partial ack; True when every index of the entry is now acknowledged."""
-        words = _unsigned(ack_set)
+        words = unsigned_words(ack_set)
         current = self._sets.get(position)
         if current is not None:
             length = max(len(current), len(words))
@@ -56,7 +47,7 @@ class BatchAckSets:
     def ack_set(self, position: Position) -> list[int] | None:
         """The words for CommandMessage.ack_set (signed int64), None when the entry has no partial ack."""
         words = self._sets.get(position)
-        return [_signed(w) for w in words] if words is not None else None
+        return signed_words(words) if words is not None else None
 
     def unacked_count(self, position: Position, num_messages: int) -> int:
         """Messages of the entry still unacknowledged (num_messages when it has no partial ack)."""

@@ -25,7 +25,7 @@ from minipulsar.broker.security.tls_context import peer_certificate
 from minipulsar.proto import BROKER_INITIATED_REQUEST_ID
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.proto.errors import FrameError
-from minipulsar.proto.frames import FRAME_PADDING, BrokerFrameDecoder, Frame, SendFrame, encode_command
+from minipulsar.proto.frames import FRAME_PADDING, Frame, SendFastPathDecoder, SendFrame, encode_command
 from minipulsar.proto.hot_commands import encode_message, encode_send_receipt
 from minipulsar.storage import Entry, Position
 
@@ -60,7 +60,7 @@ class ServerConnection(asyncio.Protocol):
     def __init__(self, broker: "Broker"):
         self.broker = broker
         config = broker.config
-        self.decoder = BrokerFrameDecoder(config.max_message_size + FRAME_PADDING)
+        self.decoder = SendFastPathDecoder(config.max_message_size + FRAME_PADDING)
         self.transport: asyncio.Transport | None = None
         self.peer_address = ""
         self.connected = False  # CONNECT seen

@@ -16,7 +16,7 @@ The command line is a client of the broker, as Apache Pulsar's tools are kept ou
 pulsar-broker: admin, client and perf import minipulsar.client and minipulsar.proto, never
 minipulsar.broker. Only the verbs that run a broker (broker, standalone) import it, and tokens
 reads keys with the broker's own key module; both do so when the verb runs.
-tests/unit/test_cli_room.py holds that line.
+tests/unit/cli/test_cli_room.py holds that line.
 """
 from __future__ import annotations
 

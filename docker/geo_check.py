@@ -10,7 +10,7 @@ runner. Exit status 0 only when every check holds.
       lost, in b or in the clusters it replicates to;
   (d) failover (PIP-33): a replicated subscription consumed in a resumes in b with at most about
       one snapshot interval of duplicates (checked against two intervals, leaving room for the
-      markers' round trip, as tests/e2e/test_replicated_subscriptions.py does) and no loss.
+      markers' round trip, as tests/e2e/replication/test_replicated_subscriptions.py does) and no loss.
 
 Docker actions run on the host: this script prints `@@ACTION <verb> <cluster>` and waits for the
 host's `DONE <status>` on stdin (docker/geo-test answers). Figures are printed as `FIGURE` lines.

@@ -10,108 +10,29 @@ With pytest the fixtures come by themselves once minipulsar is installed (a `pyt
         client = pulsar.Client(minipulsar_service_url)
 
 `minipulsar_broker` (session scope) is the RunningBroker itself (service_url, web_service_url,
-data_dir, log_path). When a test that used it fails, the tail of the broker's log is added to the
-report. The broker runs as `python -m minipulsar broker` with this interpreter, stops with SIGTERM
-after the session and its data dir is removed.
+data_dir, log_path, log_tail(), process). When a test that used it fails, the tail of the broker's
+log is added to the report. The broker runs as `python -m minipulsar broker` with this interpreter,
+stops with SIGTERM after the session and its data dir is removed.
+
+run_broker(settings, startup_timeout, **options) takes minipulsar.launcher.BrokerProcess's options
+as well (args, env, verb, log_level, ...); a RunningBroker is a BrokerProcess, so it can also
+stop(signal.SIGKILL) and restart() on the same ports and data dir. A broker that exits during
+start-up or is not ready in time raises BrokerStartError (a RuntimeError) ending with its log.
 """
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Iterator
 
 import pytest
 
-LOG_TAIL_LINES = 40
-READY_PATH = "/admin/v2/brokers/ready"
+# The launcher (minipulsar.launcher) starts every broker process of minipulsar's tests and
+# benchmarks; run_broker() is its context manager, RunningBroker what it yields.
+from minipulsar.launcher import BrokerProcess, BrokerStartError, free_port, run_broker
 
+RunningBroker = BrokerProcess  # the name this module's fixtures and run_broker() documented first
 
-@dataclass(frozen=True)
-class RunningBroker:
-    """service_url: pulsar://127.0.0.1:<port>; web_service_url: http://127.0.0.1:<port>;
-    data_dir: its data folder; log_path: where its log lines go; process: the child process."""
-
-    service_url: str
-    web_service_url: str
-    data_dir: Path
-    log_path: Path
-    process: subprocess.Popen
-
-    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        """The last lines of the broker's log."""
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _ready(web_service_url: str) -> bool:
-    try:
-        with urllib.request.urlopen(web_service_url + READY_PATH, timeout=1) as answer:
-            return answer.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-@contextlib.contextmanager
-def run_broker(settings: Mapping[str, str] | None = None, startup_timeout: float = 30.0) -> Iterator[RunningBroker]:
-    """A broker process on free loopback ports with a temporary data dir, ready when yielded
-    (its /admin/v2/brokers/ready answers), stopped and cleaned up after.
-
-    settings: broker.conf keys (Pulsar's names) passed as MINIPULSAR_<key> variables, e.g.
-    {"brokerDeduplicationEnabled": "true"}. Raises RuntimeError, with the log tail, when the broker
-    does not start within startup_timeout seconds."""
-    folder = Path(tempfile.mkdtemp(prefix="minipulsar-"))
-    log_path = folder / "broker.log"
-    ports = _free_port(), _free_port()
-    env = {**os.environ, **{f"MINIPULSAR_{k}": str(v) for k, v in (settings or {}).items()}}
-    command = [sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(folder / "data"),
-               "--bind-address", "127.0.0.1", "--broker-service-port", str(ports[0]),
-               "--web-service-port", str(ports[1])]
-    with open(log_path, "ab") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    broker = RunningBroker(f"pulsar://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}", folder / "data",
-                           log_path, process)
-    try:
-        _wait_ready(broker, startup_timeout)
-        yield broker
-    finally:
-        _stop(process)
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _wait_ready(broker: RunningBroker, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not _ready(broker.web_service_url):
-        if broker.process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"minipulsar broker did not start (exit status {broker.process.poll()}); "
-                               f"its log ends with:\n{broker.log_tail()}")
-        time.sleep(0.05)  # the poll interval of this deadline-bounded wait for readiness
-
-
-def _stop(process: subprocess.Popen, timeout: float = 20.0) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+__all__ = ["BrokerProcess", "BrokerStartError", "RunningBroker", "free_port", "run_broker",
+           "minipulsar_broker", "minipulsar_service_url"]
 
 
 # ---- the pytest plugin ---------------------------------------------------------------------

@@ -70,23 +70,12 @@ class ColumnBuffer:
             self.ids.append(prefix)
         self.publish.extend([publish_ms * 1000] * count)
 
-    def mark(self) -> tuple[int, int]:
-        """Where the rows end now, for truncate()."""
-        return len(self.values), len(self.properties)
-
-    def truncate(self, mark: tuple[int, int]) -> None:
-        """Forget the rows appended after mark (an entry that turned out broken half-way)."""
-        rows, properties = mark
-        for column in (self.keys, self.values, self.ids, self.publish, self.events):
-            del column[rows:]
-        del self.properties[properties:]
-
     def add_properties(self, properties) -> None:
-        """The properties of the row just appended (objects with key and value); rows without
-        any need no call."""
+        """The properties of the row whose key was just appended (objects with key and value; the
+        other columns of the row may follow); rows without any need no call."""
         # A key given twice keeps its last value, as Message.properties() does (and Spark's maps
         # refuse duplicate keys).
-        self.properties.append((len(self.values) - 1, list({kv.key: kv.value for kv in properties}.items())))
+        self.properties.append((len(self.keys) - 1, list({kv.key: kv.value for kv in properties}.items())))
 
     def _property_map(self, n: int) -> pa.MapArray:
         counts = [0] * n

@@ -1,7 +1,10 @@
-"""Wire format of the Pulsar binary protocol: generated messages and the frame codec.
+"""Wire format of the Pulsar binary protocol: generated messages, the frame codec and the message
+format.
 
 `PulsarApi_pb2` and `PulsarMarkers_pb2` are generated from the .proto files here
-(python tools/regenerate_proto.py); `frames` encodes and decodes frames. Knows nothing of asyncio.
+(python tools/regenerate_proto.py); `frames` encodes and decodes frames; `entries` opens and builds
+entries and batches (and batch-index ack sets); `compression` holds the payload codecs; `errors`
+what all of them raise. Knows nothing of asyncio.
 """
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.proto import PulsarMarkers_pb2 as markers

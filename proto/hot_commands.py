@@ -6,7 +6,7 @@ Protobuf wire format: a field is a varint key (field_number << 3 | wire_type) th
 varints are 7 bits per byte, low first, high bit set on all but the last; uint64 values travel as
 their two's-complement 64-bit pattern (so -1 is ten bytes). Fields appear in field-number order,
 as protobuf's own serializer writes them, so the output is byte-for-byte what
-BaseCommand.SerializeToString gives (tests/unit/test_hot_commands.py checks it).
+BaseCommand.SerializeToString gives (tests/unit/proto/test_hot_commands.py checks it).
 Field numbers: PulsarApi.proto (BaseCommand.type = 1, send = 6, send_receipt = 7, message = 9;
 CommandSend producer_id = 1, sequence_id = 2, num_messages = 3 (int32, default 1),
 highest_sequence_id = 6 (default 0);

@@ -6,7 +6,7 @@ with `ast`, takes every `import`/`from ... import` of a minipulsar module — at
 inside functions and under `if TYPE_CHECKING:` alike, since a type-only import still ties the two
 modules together for a reader — and prints the strongly connected components of that graph,
 largest first (Tarjan's algorithm). `--show` lists the modules of each printed component.
-tests/unit/test_import_cycles.py holds the bound the layout keeps.
+tests/unit/package/test_import_cycles.py holds the bound the layout keeps.
 """
 from __future__ import annotations
 

@@ -4,20 +4,17 @@ Compaction keeps the latest message of each key: the key is the message's partit
 messages each carry their own in SingleMessageMetadata); a message without one never enters the
 compacted view; an empty payload or null_value marks the key deleted. A batch whose messages did not
 all survive is rebuilt with the losers marked compacted_out (payload dropped), so the survivors keep
-their batch indexes and so their message ids. Source: Pulsar TwoPhaseCompactor.extractKeyAndSize,
+their batch indexes and so their message ids. The entry and batch format itself (open, split,
+join, recompress, ack-set words) is proto.entries'. Source: Pulsar TwoPhaseCompactor.extractKeyAndSize,
 RawBatchConverter.extractIdsAndKeysAndSize / rebatchMessage.
 """
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
-from minipulsar.client import codec
-from minipulsar.client.options import CompressionType
 from minipulsar.proto import PulsarApi_pb2 as api
-from minipulsar.proto.frames import build_headers_and_payload, parse_metadata, split_headers_and_payload
-
-_U32 = struct.Struct(">I")
+from minipulsar.proto.entries import ack_set_words, build_entry, join_batch, open_entry, split_batch
+from minipulsar.proto.errors import CodecUnavailableError, EntryError, FrameError
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,33 +32,22 @@ class UnreadableEntry(Exception):
 
 
 def _batch_parts(data: bytes) -> tuple[api.MessageMetadata, bytes, int]:
-    """(metadata, uncompressed payload, messages in batch or -1) of a stored entry."""
+    """(metadata, uncompressed payload, messages in batch or -1) of a stored entry (its checksum
+    is not checked, as Pulsar's compactor does not)."""
     try:
-        parsed = split_headers_and_payload(data)
-        metadata = parse_metadata(data, parsed)
-        payload = data[parsed.payload_offset:]
-        if metadata.compression != api.NONE:
-            payload = codec.decompress(metadata.compression, payload, metadata.uncompressed_size)
-    except Exception as exc:  # FrameError, or a codec's own error type
+        metadata, payload = open_entry(data, verify=False)
+    except (FrameError, EntryError, CodecUnavailableError) as exc:
         raise UnreadableEntry(str(exc)) from exc
     count = metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else -1
     return metadata, payload, count
 
 
-def _singles(payload: bytes, count: int) -> list[tuple[api.SingleMessageMetadata, bytes]]:
-    """A batch payload split into (SingleMessageMetadata, payload) pairs."""
-    out, offset = [], 0
+def _split(payload: bytes, count: int) -> tuple[list[api.SingleMessageMetadata], list[bytes]]:
+    """A batch payload split into its SingleMessageMetadata and payloads; raises UnreadableEntry."""
     try:
-        for _ in range(count):
-            (size,) = _U32.unpack_from(payload, offset)
-            single = api.SingleMessageMetadata.FromString(payload[offset + 4: offset + 4 + size])
-            offset += 4 + size
-            body = payload[offset: offset + single.payload_size]
-            offset += single.payload_size
-            out.append((single, body))
-    except Exception as exc:  # struct.error, DecodeError
+        return split_batch(payload, count)
+    except EntryError as exc:
         raise UnreadableEntry(f"bad batch: {exc}") from exc
-    return out
 
 
 def keyed_messages(data: bytes) -> list[KeyedMessage]:
@@ -74,7 +60,7 @@ def keyed_messages(data: bytes) -> list[KeyedMessage]:
         key = metadata.partition_key if metadata.HasField("partition_key") else None
         return [KeyedMessage(-1, key, not payload or metadata.null_value)]
     messages = []
-    for index, (single, body) in enumerate(_singles(payload, count)):
+    for index, (single, body) in enumerate(zip(*_split(payload, count))):
         if single.compacted_out:
             continue
         key = single.partition_key if single.HasField("partition_key") else None
@@ -86,34 +72,25 @@ def keep_batch_indexes(data: bytes, kept: set[int]) -> bytes:
     """The batch entry `data` with every message whose index is not in kept marked compacted_out
     and its payload dropped, recompressed as it was. Raises UnreadableEntry."""
     metadata, payload, count = _batch_parts(data)
-    parts = []
-    for index, (single, body) in enumerate(_singles(payload, count)):
+    singles, payloads = _split(payload, count)
+    for index, single in enumerate(singles):
         if index not in kept:
             single.compacted_out = True
-            single.payload_size = 0
-            body = b""
-        raw = single.SerializeToString()
-        parts += [_U32.pack(len(raw)), raw, body]
-    uncompressed = b"".join(parts)
-    metadata.uncompressed_size = len(uncompressed)
-    return build_headers_and_payload(metadata, codec.compress(CompressionType(metadata.compression), uncompressed))
+            payloads[index] = b""
+    return build_entry(metadata, join_batch(singles, payloads))  # its codec just decompressed it, so it is there
 
 
 def surviving_ack_set(data: bytes) -> list[int] | None:
-    """For a batch with compacted_out messages: the ack_set words (Java BitSet, bit set = message
+    """For a batch with compacted_out messages: the ack_set words (signed int64, bit set = message
     still there) that make a client skip them, as it skips acknowledged batch indexes; None for
     any other entry. Clients that ignore compacted_out (the C++ client) need this."""
     try:
         metadata, payload, count = _batch_parts(data)
         if count < 0:
             return None
-        singles = _singles(payload, count)
+        singles, _ = _split(payload, count)
     except UnreadableEntry:
         return None
-    if not any(single.compacted_out for single, _ in singles):
+    if not any(single.compacted_out for single in singles):
         return None
-    words = [0] * ((count + 63) // 64)
-    for index, (single, _) in enumerate(singles):
-        if not single.compacted_out:
-            words[index // 64] |= 1 << (index % 64)
-    return words
+    return ack_set_words((index for index, single in enumerate(singles) if not single.compacted_out), count)

@@ -95,7 +95,7 @@ def _send_producer_success(conn: "ServerConnection", request_id: int, producer: 
 
 
 def handle_send(conn: "ServerConnection", frame: Frame) -> None:
-    """A SEND that protobuf parsed (one the SEND fast-path decoder left to it: see publish_send)."""
+    """A SEND that protobuf parsed (one SendFastPathDecoder left to it: see publish_send)."""
     publish_send(conn, frame.command.send, frame.headers_and_payload or b"")
 
 

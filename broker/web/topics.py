@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from minipulsar.broker.entry_info import entry_info
 from minipulsar.broker.topic_name import TopicName
 from minipulsar.broker.web import internal_stats
 from minipulsar.broker.web.context import broker_of, json_body, no_content, query_bool
@@ -17,8 +16,8 @@ from minipulsar.broker.web.errors import RestError, bad_request, not_found
 from minipulsar.broker.web.formats import date_text, position_text
 from minipulsar.broker.web.routes import OBJECT, STRING_LIST, Query, RouteTable
 from minipulsar.broker.web.topic_path import DOMAIN, TOPIC_PATH, namespace_name, topic_name
-from minipulsar.client.codec import decompress
-from minipulsar.proto.frames import split_headers_and_payload
+from minipulsar.proto.entries import open_entry
+from minipulsar.proto.errors import CodecUnavailableError, EntryError, FrameError
 from minipulsar.storage import Position
 
 BASE = "/admin/v2" + TOPIC_PATH
@@ -274,11 +273,14 @@ async def examine_message(request: web.Request) -> web.Response:
 
 
 def _message_response(position: Position, data: bytes) -> web.Response:
-    """The payload (decompressed) with the metadata as X-Pulsar-* headers, as Pulsar answers."""
-    info = entry_info(data)
-    if info.metadata is None:
-        raise not_found(f"Message {position} is not readable")
-    metadata = info.metadata
+    """The payload (decompressed) with the metadata as X-Pulsar-* headers, as Pulsar answers;
+    RestError 404 when the metadata does not parse, 500 when the payload does not decompress."""
+    try:
+        metadata, body = open_entry(bytes(data), verify=False)
+    except FrameError:
+        raise not_found(f"Message {position} is not readable") from None
+    except (EntryError, CodecUnavailableError) as exc:
+        raise RestError(500, f"Message {position} cannot be read: {exc}") from None
     headers = {"X-Pulsar-Message-ID": position_text(position)}
     for item in metadata.properties:
         headers[f"X-Pulsar-PROPERTY-{item.key}"] = item.value
@@ -292,6 +294,4 @@ def _message_response(position: Position, data: bytes) -> web.Response:
         headers["X-Pulsar-partition-key"] = metadata.partition_key
     headers["X-Pulsar-producer-name"] = metadata.producer_name
     headers["X-Pulsar-sequence-id"] = str(metadata.sequence_id)
-    payload = bytes(data[split_headers_and_payload(data).payload_offset:])
-    body = decompress(metadata.compression, payload, metadata.uncompressed_size)
     return web.Response(body=body, headers=headers, content_type="application/octet-stream")

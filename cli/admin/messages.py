@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 
 from minipulsar.cli.admin.args import add_verb, topic_path, with_topic
 from minipulsar.cli.admin.http import show
+from minipulsar.proto.entries import split_batch
 
 PROPERTY_PREFIX = "X-Pulsar-PROPERTY-"
 
@@ -58,10 +59,9 @@ def print_message(headers, payload: bytes, redelivery_count: bool) -> None:
     event_time = _millis(headers.get("X-Pulsar-event-time"))
     batch_size = headers.get("X-Pulsar-num-batch-message")
     if batch_size is not None:
-        from minipulsar.client.consumer.payload import split_batch  # only batches need the client's codec
-        first = split_batch(payload, int(batch_size))[0]
-        payload, properties = first.payload, first.properties
-        event_time = first.event_time or event_time
+        [single], [payload] = split_batch(payload, 1)  # the REST answer's payload is decompressed
+        properties = {kv.key: kv.value for kv in single.properties}
+        event_time = single.event_time or event_time
         print(f"Batch Message ID: {message_id}:0")
     else:
         print(f"Message ID: {message_id}")

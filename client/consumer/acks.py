@@ -4,7 +4,7 @@ AckGroupingTracker collects individual acks for up to 100 ms or 1000 ids and sen
 ACK with a repeated message_id; a cumulative ack keeps only the newest id. BatchAcker remembers,
 per batch entry, which indexes are still unacknowledged: the entry is acknowledged when all are,
 or — with batch_index_ack_enabled — each time, with ack_set = the bitset of indexes still
-unacknowledged (bit set = not yet acked, Java BitSet.toLongArray layout).
+unacknowledged (bit set = not yet acked, Java BitSet.toLongArray layout: proto.entries.ack_set_words).
 Source: Pulsar's C++ AckGroupingTrackerEnabled (100 ms / 1000) and BatchMessageAcker; batch-index
 acknowledgement and ack_set as in PIP-54 (CommandAck.message_id.ack_set).
 """
@@ -16,29 +16,12 @@ from typing import Callable
 
 from minipulsar.client.message_id import MessageId
 from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.entries import ack_set_words
 
 log = logging.getLogger(__name__)
 
 GROUP_TIME = 0.1  # seconds (ackGroupingTimeMs = 100)
 GROUP_MAX = 1000  # ackGroupingMaxSize
-
-
-def ack_set_words(remaining: set[int], batch_size: int) -> list[int]:
-    """Bitset of remaining indexes as signed int64 words (bit i of word i // 64)."""
-    words = [0] * ((batch_size + 63) // 64)
-    for index in remaining:
-        words[index // 64] |= 1 << (index % 64)
-    return [w - (1 << 64) if w >= 1 << 63 else w for w in words]
-
-
-def acked_indexes(ack_set: list[int], batch_size: int) -> set[int]:
-    """Indexes whose bit is clear in a broker-sent ack_set (already acknowledged)."""
-    acked = set()
-    for index in range(batch_size):
-        word = index // 64
-        if word >= len(ack_set) or not (ack_set[word] >> (index % 64)) & 1:
-            acked.add(index)
-    return acked
 
 
 class BatchAcker:

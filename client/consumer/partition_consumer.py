@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from minipulsar.client.connection import ClientConnection
-from minipulsar.client.consumer.acks import AckGroupingTracker, BatchAcker, acked_indexes
+from minipulsar.client.consumer.acks import AckGroupingTracker, BatchAcker
 from minipulsar.client.consumer.message_queue import MessageQueue
 from minipulsar.client.consumer.payload import CorruptEntry, decode_entry
 from minipulsar.client.consumer.redelivery import RedeliveryTimer
@@ -30,6 +30,7 @@ from minipulsar.client.options import ConsumerDeadLetterPolicy, ConsumerKeyShare
 from minipulsar.client.schema import BytesSchema, Schema
 
 from minipulsar.proto import PulsarApi_pb2 as api
+from minipulsar.proto.entries import acked_indexes
 
 if TYPE_CHECKING:
     from minipulsar.client.client import Client

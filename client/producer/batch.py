@@ -1,25 +1,25 @@
 """Message accumulation and entry building for producers.
 
 PendingMessage is one user message waiting for its receipt. build_single / build_batch turn
-messages into the bytes of one SEND frame: the batch payload is, per message,
-[u32 size][SingleMessageMetadata][payload], compressed as a whole; the entry's MessageMetadata
-copies producer_name, sequence_id, partition_key and ordering_key from the first message and sets
-num_messages_in_batch. Source: the binary protocol's batch format; Pulsar's C++
-Commands::serializeSingleMessageInBatch and MessageAndCallbackBatch.
+messages into the bytes of one SEND frame: a batch is one SingleMessageMetadata per message, laid
+out and compressed as a whole by proto.entries (join_batch, build_entry); the entry's
+MessageMetadata copies producer_name, sequence_id, partition_key and ordering_key from the first
+message and sets num_messages_in_batch. Source: Pulsar's C++ MessageAndCallbackBatch and
+BatchMessageContainer.
 """
 from __future__ import annotations
 
 import asyncio
-import struct
 import time
 from dataclasses import dataclass, field
 
-from minipulsar.client import codec
+from minipulsar.client.exceptions import InvalidConfiguration
 from minipulsar.client.options import CompressionType
 from minipulsar.proto import PulsarApi_pb2 as api
-from minipulsar.proto.frames import build_headers_and_payload, encode_payload_command
+from minipulsar.proto.entries import build_entry, join_batch
+from minipulsar.proto.errors import CodecUnavailableError
+from minipulsar.proto.frames import encode_payload_command
 
-_U32 = struct.Struct(">I")
 Type = api.BaseCommand.Type
 
 
@@ -82,13 +82,14 @@ def _frame(producer_id: int, first_seq: int, metadata: api.MessageMetadata, payl
            compression: CompressionType, num_messages: int | None) -> bytes:
     if compression != CompressionType.NONE:
         metadata.compression = int(compression)
-        metadata.uncompressed_size = len(payload)
-        payload = codec.compress(compression, payload)
+    try:
+        entry = build_entry(metadata, payload)
+    except CodecUnavailableError as exc:
+        raise InvalidConfiguration(str(exc)) from exc
     send = api.CommandSend(producer_id=producer_id, sequence_id=first_seq)
     if num_messages is not None:
         send.num_messages = num_messages
-    return encode_payload_command(api.BaseCommand(type=Type.SEND, send=send),
-                                  build_headers_and_payload(metadata, payload))
+    return encode_payload_command(api.BaseCommand(type=Type.SEND, send=send), entry)
 
 
 def _entry_metadata(producer_name: str, msg: PendingMessage, schema_version: bytes | None) -> api.MessageMetadata:
@@ -115,12 +116,11 @@ def build_single(producer_id: int, producer_name: str, msg: PendingMessage, comp
 def build_batch(producer_id: int, producer_name: str, messages: list[PendingMessage],
                 compression: CompressionType, schema_version: bytes | None = None) -> OpSend:
     """OpSend for a batch entry holding messages (in order)."""
-    parts = []
+    singles = []
     for msg in messages:
-        single = api.SingleMessageMetadata(payload_size=len(msg.payload), sequence_id=msg.sequence_id)
+        single = api.SingleMessageMetadata(sequence_id=msg.sequence_id)
         _fill_common(single, msg)
-        encoded = single.SerializeToString()
-        parts += (_U32.pack(len(encoded)), encoded, msg.payload)
+        singles.append(single)
     first = messages[0]
     metadata = _entry_metadata(producer_name, first, schema_version)
     metadata.num_messages_in_batch = len(messages)
@@ -128,7 +128,8 @@ def build_batch(producer_id: int, producer_name: str, messages: list[PendingMess
         metadata.partition_key = first.partition_key
     if first.ordering_key:
         metadata.ordering_key = _ordering_key_bytes(first.ordering_key)
-    frame = _frame(producer_id, first.sequence_id, metadata, b"".join(parts), compression, len(messages))
+    frame = _frame(producer_id, first.sequence_id, metadata, join_batch(singles, [msg.payload for msg in messages]), compression,
+                   len(messages))
     return OpSend(first.sequence_id, messages[-1].sequence_id, messages, frame, batched=True)
 
 

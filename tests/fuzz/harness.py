@@ -50,7 +50,6 @@ from minipulsar.proto.frames import (
     split_headers_and_payload,
 )
 
-from tests.conftest import BrokerThread
 from tests.fuzz.strategies import (
     SETUP_CONSUMER_ID,
     SETUP_PRODUCER_ID,
@@ -58,7 +57,7 @@ from tests.fuzz.strategies import (
     PairSession,
     Session,
 )
-from tests.integration.helpers import wait_for
+from tests.helpers import BrokerThread, wait_for
 
 Type = api.BaseCommand.Type
 MAX_MESSAGE_SIZE = 64 * 1024  # small, so oversize frames are cheap to send

@@ -7,7 +7,10 @@ harnesses (bench/atheris/, by hand) call these, so the two fuzzers check the sam
 - the segment reader (scan, index load, record reads, ledger-folder recovery) recovers cleanly from
   any file content or raises only LedgerCorruptionError, and what it recovers reads back;
 - the cursor-slot decoder raises only ValueError, and loading a cursor never raises for a
-  corrupt slot (it falls back to the other slot, or to no state).
+  corrupt slot (it falls back to the other slot, or to no state);
+- an entry opens and its batch splits (proto.entries) or they raise only FrameError or EntryError,
+  a split batch holds num_messages_in_batch messages of their payload_size each, and splitting
+  from a later first message gives the tail of the same split.
 
 A property that does not hold raises AssertionError (or lets the unexpected exception through).
 """
@@ -19,7 +22,8 @@ import struct
 
 import crc32c
 from minipulsar.proto import PulsarApi_pb2 as api
-from minipulsar.proto.errors import FrameError
+from minipulsar.proto.entries import is_batch, open_entry, split_batch
+from minipulsar.proto.errors import EntryError, FrameError
 from minipulsar.proto.frames import (
     FrameDecoder,
     parse_metadata,
@@ -158,3 +162,26 @@ def check_cursor_slot(folder: str, raw: bytes) -> None:
     best, slot = cursor_store.load(base)
     assert best is not None, "load() lost the good slot"
     assert slot == (1 if state is None else (0 if state.seq >= good.seq else 1))
+
+
+# ---- entries --------------------------------------------------------------------------------------
+def check_entry(data: bytes) -> None:
+    """open_entry (with and without the checksum check) and split_batch raise only FrameError or
+    EntryError; a batch that splits has num_messages_in_batch messages, each payload_size long,
+    and its split from the middle on is the tail of the whole split."""
+    for verify in (True, False):
+        try:
+            metadata, payload = open_entry(data, verify=verify)
+        except (FrameError, EntryError):
+            continue
+        if not is_batch(metadata):
+            continue
+        try:
+            singles, payloads = split_batch(payload, metadata.num_messages_in_batch)
+        except EntryError:
+            continue
+        assert len(singles) == len(payloads) == max(metadata.num_messages_in_batch, 0)
+        assert [len(body) for body in payloads] == [single.payload_size for single in singles]
+        assert sum(map(len, payloads)) <= len(payload)
+        first = len(singles) // 2
+        assert split_batch(payload, len(singles), first) == (singles[first:], payloads[first:])

@@ -1,5 +1,6 @@
 """Bounded hypothesis runs over the decoders of untrusted bytes (no sockets): the frame decoder,
-the segment reader and ledger recovery, and the cursor-slot decoder (properties: tests/fuzz/oracles.py).
+the entry opener and batch splitter, the segment reader and ledger recovery, and the cursor-slot
+decoder (properties: tests/fuzz/oracles.py).
 The coverage-guided harnesses in bench/atheris/ check the same properties for as long as asked."""
 import json
 import struct
@@ -46,6 +47,16 @@ def test_frame_decoder_raises_only_frame_error_and_ignores_how_bytes_are_split(d
 @given(st.binary(max_size=512), st.lists(st.integers(0, 512), max_size=4))
 def test_frame_decoder_on_arbitrary_bytes(data, cuts):
     oracles.check_frame_decoder(data, cuts)
+
+
+entries = st.tuples(strategies.message_parts(), st.sampled_from(("good", "bad", "none"))).map(
+    lambda parts: strategies.headers_and_payload(*parts[0], parts[1]))
+
+
+@FAST
+@given(st.one_of(entries, entries.flatmap(corrupted), st.binary(max_size=64)))
+def test_entry_opener_and_batch_splitter_raise_only_entry_errors(data):
+    oracles.check_entry(data)
 
 
 records = st.lists(st.binary(max_size=40), max_size=6)

@@ -15,7 +15,7 @@ from minipulsar.proto.frames import (
 )
 
 from tests.fuzz.harness import KNOWN_FINDINGS, Wire
-from tests.integration.helpers import wait_for
+from tests.helpers import wait_for
 
 Type = api.BaseCommand.Type
 SECOND_CONNECT = encode_command(api.BaseCommand(type=Type.CONNECT, connect=api.CommandConnect(client_version="x")))

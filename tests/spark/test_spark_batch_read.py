@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql.functions import spark_partition_id
 
 from tests.spark.helpers import source
-from tests.integration.helpers import publish_time_cut
+from tests.helpers import publish_time_cut
 
 
 def _produce(official, topic, start, n, batching, **send_kwargs):

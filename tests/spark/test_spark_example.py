@@ -20,7 +20,7 @@ import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from tests.integration.helpers import wait_for
+from tests.helpers import wait_for
 
 RUN_SECONDS = int(os.environ.get("MINIPULSAR_EXAMPLE_SECONDS", "20"))
 DEMO_RATE = 200

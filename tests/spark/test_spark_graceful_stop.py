@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from minipulsar.pipeline.graceful_stop import INTERRUPTED_TEXT, guard_foreach_batch
 
-from tests.integration.helpers import wait_for
+from tests.helpers import wait_for
 
 
 def test_spark_takes_the_guard_text_for_an_interruption(spark):

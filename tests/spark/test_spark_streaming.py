@@ -7,7 +7,7 @@ import time
 import pulsar
 from pyspark.errors import AnalysisException
 
-from tests.integration.helpers import wait_for
+from tests.helpers import wait_for
 
 
 def _stream(spark, url, topic, **options):
