@@ -1,5 +1,6 @@
-"""Power-loss tests: record a workload under strace, build every crash state the method allows
-(tools/crashstates, the ALICE method without FUSE), run recovery on each, check the invariants.
+"""Storage crash tests. The crash-state workloads record a workload under strace, build every crash
+state the method allows (tools/crashstates, the ALICE method without FUSE), run recovery on each
+and check the invariants.
 
 strace is needed for the workload tests (.ci/run installs it). Without it they are skipped, unless
 MINIPULSAR_REQUIRE_STRACE=1 (set by .ci/run), which turns the skip into a failure.
@@ -9,13 +10,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if ROOT not in sys.path:  # tools/ is not installed; the tests import it from the checkout
-    sys.path.insert(0, ROOT)
 
 
 def _strace_problem() -> str | None:
