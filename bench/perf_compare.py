@@ -69,8 +69,19 @@ RECEIVER_QUEUE = 1000
 Results = dict[tuple[str, str], list]
 
 
+class BrokerURL(str):
+    """A broker's service URL that also carries the broker's process id (for /proc figures)."""
+
+    pid: int
+
+    def __new__(cls, url: str, pid: int) -> "BrokerURL":
+        self = super().__new__(cls, url)
+        self.pid = pid
+        return self
+
+
 @contextmanager
-def running(name: str, argv: list[str], port: int, workdir: str) -> Iterator[str]:
+def running(name: str, argv: list[str], port: int, workdir: str) -> Iterator[BrokerURL]:
     """Run another broker's process (pulsar-lite, the null broker; output to a log in `workdir`)
     until it listens on `port`; yield its URL. minipulsar comes from minipulsar.launcher."""
     log_path = Path(workdir) / f"{name}.log"
@@ -78,7 +89,7 @@ def running(name: str, argv: list[str], port: int, workdir: str) -> Iterator[str
         proc = subprocess.Popen(argv, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
         try:
             wait_listening(proc, port, log_path)
-            yield f"pulsar://127.0.0.1:{port}"
+            yield BrokerURL(f"pulsar://127.0.0.1:{port}", proc.pid)
         finally:
             proc.terminate()
             try:
@@ -102,15 +113,15 @@ def wait_listening(proc: subprocess.Popen, port: int, log_path: Path, timeout: f
 
 
 @contextmanager
-def minipulsar(batching: bool, args, workdir: str) -> Iterator[str]:
+def minipulsar(batching: bool, args, workdir: str) -> Iterator[BrokerURL]:
     # journalSyncData explicit, so a changed default cannot quietly turn the comparison into one without fsync.
     with BrokerProcess(Path(workdir) / "data", {"journalSyncData": "true"}, log_path=Path(workdir) / "minipulsar.log",
                        log_level="WARNING", cwd=workdir) as broker:
-        yield broker.service_url
+        yield BrokerURL(broker.service_url, broker.pid)
 
 
 @contextmanager
-def pulsar_lite(batching: bool, args, workdir: str) -> Iterator[str]:
+def pulsar_lite(batching: bool, args, workdir: str) -> Iterator[BrokerURL]:
     from pulsar_lite.binary_finder import find_pulsar_lite_binary
 
     port = free_port()
@@ -121,7 +132,7 @@ def pulsar_lite(batching: bool, args, workdir: str) -> Iterator[str]:
 
 
 @contextmanager
-def null_broker(batching: bool, args, workdir: str) -> Iterator[str]:
+def null_broker(batching: bool, args, workdir: str) -> Iterator[BrokerURL]:
     port = free_port()
     argv = [str(NULL_BROKER_BINARY), "--addr", f"127.0.0.1:{port}", "--messages", str(message_count(batching, args)),
             "--size", str(args.size), "--batch-size", str(args.null_batch if batching else 0)]

@@ -1,0 +1,181 @@
+"""Produce throughput and publish latency over many topics, minipulsar (fsync on) beside pulsar-lite.
+
+    python bench/many_topics.py                           # 1, 100, 1000 topics, unbatched, 2 rounds
+    python bench/many_topics.py --topics 1 100 1000 10000 --batched --rounds 2
+    python bench/many_topics.py --partitions 1000         # one partitioned topic of 1,000 partitions
+    python bench/many_topics.py --paced 10 --topics 1000  # 1,000 topics x 10 msg/s each: latency only
+
+One official client, one producer per topic (or one partitioned producer), every topic with a
+durable subscription; --messages (50,000) messages of --size (100) bytes are sent round-robin
+across the topics with send_async, at most --window in flight. The rate is messages / wall time
+from the first send to the last receipt; latency is each message's send_async -> callback. The
+brokers alternate within each round (minipulsar, pulsar-lite, ...), and the ratio minipulsar /
+pulsar-lite is printed per round and as the median over rounds. With --paced R every topic sends
+R msg/s in 1 ms ticks for --seconds and only the latency is reported.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pulsar
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from perf_compare import minipulsar, pulsar_lite  # noqa: E402  (bench/ is not a package)
+
+BROKERS = {"minipulsar": minipulsar, "pulsar-lite": pulsar_lite}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+class Sender:
+    """send_async with at most `window` messages in flight; latencies of the completed ones."""
+
+    def __init__(self, window: int):
+        self.latencies: list[float] = []
+        self.failed = 0
+        self._slots = threading.Semaphore(window)
+        self._lock = threading.Lock()
+
+    def send(self, producer, payload: bytes) -> None:
+        self._slots.acquire()
+        started = time.perf_counter()
+
+        def done(result, _message_id):
+            elapsed = time.perf_counter() - started
+            with self._lock:
+                if result == pulsar.Result.Ok:
+                    self.latencies.append(elapsed)
+                else:
+                    self.failed += 1
+            self._slots.release()
+
+        producer.send_async(payload, done)
+
+    def wait(self, count: int, timeout: float = 300) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.latencies) + self.failed < count and time.monotonic() < deadline:
+            time.sleep(0.01)  # polling the callbacks' count, bounded by the deadline
+
+
+def producers_for(client, args) -> list:
+    base = f"persistent://public/default/many-{uuid.uuid4().hex[:8]}"
+    batching = dict(batching_enabled=args.batched, batching_max_publish_delay_ms=1, block_if_queue_full=True,
+                    max_pending_messages=args.window)
+    if args.partitions:
+        client.subscribe(base, "durable").close()  # the partitioned topic is created by the admin call below
+        return [client.create_producer(base, **batching)]
+    names = [f"{base}-{i}" for i in range(args.current_topics)]
+    for name in names:
+        client.subscribe(name, "durable").close()  # a durable subscription on every topic
+    return [client.create_producer(name, **batching) for name in names]
+
+
+def create_partitioned(url: str, web: str | None, args) -> None:
+    """PUT the partitioned metadata (both brokers serve Pulsar's admin path)."""
+    import requests
+    requests.put(f"{web}/admin/v2/persistent/public/default/{args.partitioned_name}/partitions",
+                 json=args.partitions, timeout=30).raise_for_status()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds the process has used (/proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def throughput(url, args) -> dict:
+    client = pulsar.Client(url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        producers = producers_for(client, args)
+        sender = Sender(args.window)
+        payload = b"x" * args.size
+        cpu0, start = cpu_seconds(url.pid), time.perf_counter()
+        for i in range(args.messages):
+            sender.send(producers[i % len(producers)], payload)
+        sender.wait(args.messages)
+        elapsed, cpu = time.perf_counter() - start, cpu_seconds(url.pid) - cpu0
+        ms = [x * 1e3 for x in sender.latencies]
+        return {"rate": len(ms) / elapsed, "p50": percentile(ms, 0.5), "p99": percentile(ms, 0.99),
+                "failed": sender.failed, "cpu_us": cpu / max(1, len(ms)) * 1e6}
+    finally:
+        client.close()
+
+
+def paced(url: str, args) -> dict:
+    client = pulsar.Client(url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        producers = producers_for(client, args)
+        sender = Sender(args.window)
+        payload = b"x" * args.size
+        total = int(args.paced * len(producers) * args.seconds)
+        per_tick = max(1, args.paced * len(producers) // 1000)
+        start = time.perf_counter()
+        for sent in range(0, total, per_tick):
+            due = start + sent / (args.paced * len(producers))
+            while (now := time.perf_counter()) < due:
+                time.sleep(min(due - now, 0.0005))  # pacing the sender, not waiting on the broker
+            for k in range(sent, min(sent + per_tick, total)):
+                sender.send(producers[k % len(producers)], payload)
+        sender.wait(total)
+        ms = [x * 1e3 for x in sender.latencies]
+        return {"rate": len(ms) / (time.perf_counter() - start), "p50": percentile(ms, 0.5),
+                "p99": percentile(ms, 0.99), "failed": sender.failed, "cpu_us": float("nan")}
+    finally:
+        client.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--topics", type=int, nargs="+", default=[1, 100, 1000])
+    parser.add_argument("--partitions", type=int, default=0, help="one partitioned topic of N partitions instead")
+    parser.add_argument("--messages", type=int, default=50_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--window", type=int, default=10_000, help="messages in flight at most")
+    parser.add_argument("--batched", action="store_true")
+    parser.add_argument("--paced", type=int, default=0, help="msg/s per topic: a latency run at that rate")
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of a --paced run")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--brokers", nargs="+", default=list(BROKERS), choices=list(BROKERS))
+    args = parser.parse_args()
+    print("$ python bench/many_topics.py " + shlex.join(sys.argv[1:]), flush=True)
+    counts = [args.partitions] if args.partitions else args.topics
+    results: dict[tuple[str, int], list[dict]] = {}
+    for count in counts:
+        args.current_topics = count
+        for round_ in range(args.rounds):
+            for name in args.brokers:
+                with tempfile.TemporaryDirectory() as workdir, BROKERS[name](args.batched, args, workdir) as url:
+                    figures = paced(url, args) if args.paced else throughput(url, args)
+                results.setdefault((name, count), []).append(figures)
+                print(f"{'partitions' if args.partitions else 'topics'}={count} round={round_ + 1} {name:11s} "
+                      f"{figures['rate']:9.0f} msg/s  p50 {figures['p50']:7.2f} ms  p99 {figures['p99']:7.2f} ms"
+                      f"  broker CPU {figures['cpu_us']:6.1f} us/msg  failed {figures['failed']}", flush=True)
+    print("\nmedians over rounds:")
+    for count in counts:
+        row = {name: results[(name, count)] for name in args.brokers}
+        line = [f"{count:6d}"]
+        for name in args.brokers:
+            line.append(f"{name} {statistics.median(r['rate'] for r in row[name]):9.0f} msg/s "
+                        f"p50 {statistics.median(r['p50'] for r in row[name]):6.2f} p99 "
+                        f"{statistics.median(r['p99'] for r in row[name]):6.2f}")
+        if len(args.brokers) == 2:
+            ratios = [a["rate"] / b["rate"] for a, b in zip(*row.values())]
+            line.append(f"ratio {statistics.median(ratios):.2f}")
+        print("  ".join(line))
+
+
+if __name__ == "__main__":
+    main()
