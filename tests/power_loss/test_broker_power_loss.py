@@ -15,8 +15,8 @@ import os
 import pytest
 import requests
 
-from .broker_on_faultfs import (AsyncProducer, BrokerOnFaultFS, check_acked_survived, consume_all, fsync_dir,
-                                produce, subscribe)
+from .broker_on_faultfs import (SUBSCRIPTION, AsyncProducer, BrokerOnFaultFS, check_acked_survived, consume_all,
+                                fsync_dir, produce, subscribe)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -123,25 +123,32 @@ def test_power_loss_while_a_segment_sync_is_in_flight(ffs, broker, torn):
 
 
 def test_power_loss_during_roll_over(ffs, tmp_path):
-    """Small ledgers: the power goes while a roll-over creates the next segment; the sealed
-    ledgers' indexes are not synced (by design) and must be rebuilt from the segments."""
+    """Ledgers of five entries: twelve messages sent one by one seal ledgers 0 and 1 (their offset
+    indexes are written but not synced, by design), then the power goes right after the next
+    roll-over created its segment. The indexes must be rebuilt from the segments."""
     make_durable(ffs.mountpoint)
     broker = BrokerOnFaultFS(ffs, tmp_path, env={"MINIPULSAR_managedLedgerMaxEntriesPerLedger": "5"})
     try:
         broker.start()
         subscribe(broker.url, TOPIC)
-        ffs.trap("create", "data/ledgers/ledgers/*.seg", nth=4, when="after")
+        acked = produce(broker.url, TOPIC, 12)
+        sealed = {p: size for p, size in ffs.tree().items() if p.endswith(".idx")}
+        assert len(sealed) == 2, ffs.tree()
+        ffs.trap("create", "data/ledgers/ledgers/*.seg", nth=1, when="after")
         producer = AsyncProducer(broker.url, TOPIC)
         try:
-            producer.send(100)
-            ffs.wait_trap(timeout=20)
-            broker.power_loss()
+            producer.send(50, prefix="async")
+            (fired,) = ffs.wait_trap(timeout=20)
+            report = broker.power_loss()
         finally:
             producer.close()
+        durable = ffs.tree()
+        assert not any(durable.get(p) for p in sealed), f"the unsynced indexes were not lost: {durable}"
         broker.start()
         found = consume_all(broker.url, TOPIC)
-        check_acked_survived(producer.acked, producer.sent, found)
-        assert len(producer.acked) >= 10  # three ledgers of five were sealed before the trap
+        sent = [f"m-{i}".encode() for i in range(12)] + producer.sent
+        check_acked_survived(acked + producer.acked, sent, found)
+        assert len(found) >= 12, survivors_report(report)
     finally:
         broker.kill_for_cleanup()
 
@@ -172,3 +179,47 @@ def test_partitioned_topic_metadata_survives_a_power_loss(ffs, broker):
     broker.start()
     listed = requests.get(url + "/partitioned", timeout=10).json()
     assert listed == ["persistent://public/default/orders"], survivors_report(report)
+
+
+BUG_TOPIC_DELETE = (
+    "BUG: storage/ledger.py ManagedLedger.delete (and ManagedLedgerFactory.delete) removes the topic "
+    "folder with shutil.rmtree and never fsyncs data/ledgers/ledgers: after DELETE answered 204 a "
+    "power loss brings the topic back with all its messages")
+BUG_UNSUBSCRIBE = (
+    "BUG: storage/cursor_store.py remove() unlinks the two slot files and never fsyncs the cursors/ "
+    "folder: after the subscription's DELETE answered 204 a power loss brings the subscription back "
+    "(at its old mark-delete position, holding the backlog)")
+
+
+@pytest.mark.xfail(strict=True, reason=BUG_TOPIC_DELETE)
+def test_deleted_topic_stays_deleted_after_a_power_loss(ffs, broker):
+    make_durable(ffs.mountpoint)
+    broker.start()
+    subscribe(broker.url, TOPIC)
+    produce(broker.url, TOPIC, 5)
+    url = broker.web_url + "/admin/v2/persistent/public/default"
+    r = requests.delete(url + "/power", params={"force": "true"}, timeout=10)
+    assert r.status_code == 204, r.text
+    assert "persistent://public/default/power" not in requests.get(url, timeout=10).json()
+    report = broker.power_loss()
+    broker.start()
+    listed = requests.get(url, timeout=10).json()
+    assert "persistent://public/default/power" not in listed, survivors_report(report)
+
+
+@pytest.mark.xfail(strict=True, reason=BUG_UNSUBSCRIBE)
+def test_deleted_subscription_stays_deleted_after_a_power_loss(ffs, broker):
+    make_durable(ffs.mountpoint)
+    broker.start()
+    subscribe(broker.url, TOPIC)
+    subscribe(broker.url, TOPIC, subscription="gone")
+    produce(broker.url, TOPIC, 5)
+    url = broker.web_url + "/admin/v2/persistent/public/default/power"
+    r = requests.delete(url + "/subscription/gone", timeout=10)
+    assert r.status_code == 204, r.text
+    assert requests.get(url + "/subscriptions", timeout=10).json() == [SUBSCRIPTION]
+    report = broker.power_loss()
+    broker.start()
+    subscribe(broker.url, TOPIC)  # loads the topic
+    listed = requests.get(url + "/subscriptions", timeout=10).json()
+    assert listed == [SUBSCRIPTION], survivors_report(report)
