@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from faultfs.control import FaultFSError
+
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -362,6 +364,11 @@ def test_trap_glob_and_nth_count_only_matching_ops(ffs):
     ffs.power_loss()
     t.join(10)
     assert outcome == [errno.EIO]
+    # A second trap on the same mount: wait_trap waits for it, not for the one already spent.
+    ffs.trap("unlink", "dir/*", nth=1)
+    with pytest.raises(FaultFSError, match="no trap fired"):
+        ffs.wait_trap(timeout=0.3)
+    assert ffs.stats()["traps_armed"] == 1 and len(ffs.stats()["traps_fired"]) == 1
 
 
 # (i)

@@ -96,7 +96,8 @@ class State:
     blocked: int = 0
     traps: list = field(default_factory=list)
     fails: list = field(default_factory=list)
-    fired: list = field(default_factory=list)
+    fired: list = field(default_factory=list)  # every trap that fired (stats)
+    pending: list = field(default_factory=list)  # fired since the last power loss or resume (wait-trap)
     injected: list = field(default_factory=list)
     ops: dict = field(default_factory=dict)
     handles: dict = field(default_factory=dict)
@@ -166,6 +167,7 @@ class FaultFS(mfusepy.Operations):
         trap.fired = {"trap": trap.id, "op": op, "path": paths[0], "paths": list(paths), "nth": trap.nth,
                       "when": "before" if trap.before else "after", "at": time.time()}
         self.s.fired.append(trap.fired)
+        self.s.pending.append(trap.fired)
         self.s.frozen = True
         log.info("trap %d fired: %s %s (%s)", trap.id, op, paths, trap.fired["when"])
         self.s.cond.notify_all()
@@ -571,6 +573,7 @@ class Control:
             report = self.s.model.power_loss(torn=o.torn, seed=seed + self.s.model.power_losses)
             self.s.epoch += 1
             self.s.frozen = False
+            self.s.pending.clear()
             # fired traps are spent; armed ones stay armed
             self.s.traps = [t for t in self.s.traps if t.fired is None]
             self.s.cond.notify_all()
@@ -591,12 +594,12 @@ class Control:
     def cmd_wait_trap(self, o):
         deadline = time.monotonic() + o.timeout
         with self.s.cond:
-            while not self.s.fired:
+            while not self.s.pending:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise ValueError(f"no trap fired within {o.timeout}s")
                 self.s.cond.wait(left)
-            return {"fired": list(self.s.fired), "blocked": self.s.blocked}
+            return {"fired": list(self.s.pending), "blocked": self.s.blocked}
 
     def cmd_fail(self, o):
         if o.op not in OP_NAMES:
@@ -616,6 +619,7 @@ class Control:
     def cmd_resume(self, _):
         with self.s.cond:
             self.s.frozen = False
+            self.s.pending.clear()
             self.s.cond.notify_all()
         return {}
 

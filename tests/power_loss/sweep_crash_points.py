@@ -1,0 +1,124 @@
+"""Power loss at every mutating file operation of a broker run, one run per cut (minutes, not a test).
+
+    python -m tests.power_loss.sweep_crash_points [--restart] [--torn] [--only 3,7] [--premade LAYOUT|none]
+
+One run = a fresh faultfs; the first-boot directories made durable (default; `--premade none`
+leaves the first-boot bug in); with --restart, a first broker run (subscription + 6 messages,
+clean stop) outside the sweep; then a broker whose N-th mutating operation under data/ is trapped
+(before it is applied) while it boots, a subscription is created and 10 messages are sent
+asynchronously; SIGKILL, power loss (--torn: torn writes), restart, and every acknowledged message
+must come back in order. Prints one line per cut: the op, how many were acknowledged, ok/FAIL.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+from faultfs.control import FaultFS  # noqa: E402
+
+from .broker_on_faultfs import (AsyncProducer, BrokerOnFaultFS, check_acked_survived, consume_all,  # noqa: E402
+                                free_port, produce, subscribe)
+from .test_broker_power_loss import LAYOUT, make_durable  # noqa: E402
+
+MUTATING = {"create", "mknod", "mkdir", "write", "truncate", "fallocate", "fsync", "fdatasync", "fsyncdir",
+            "rename", "unlink", "rmdir", "link"}
+TOPIC = "persistent://public/default/sweep"
+
+
+def mutations(ffs) -> int:
+    return sum(n for op, n in ffs.stats()["ops"].items() if op in MUTATING)
+
+
+def run(cut: int, args) -> tuple:
+    logs = Path(tempfile.mkdtemp(prefix="sweep-"))
+    with FaultFS() as ffs:
+        make_durable(ffs.mountpoint, () if args.premade == "none" else LAYOUT)
+        broker = BrokerOnFaultFS(ffs, logs, env={"MINIPULSAR_managedLedgerMaxEntriesPerLedger": "4"})
+        prior: list[bytes] = []
+        if args.restart:
+            broker.start()
+            subscribe(broker.url, TOPIC)
+            prior = produce(broker.url, TOPIC, 6, prefix="p")
+            broker.stop()
+        base = mutations(ffs)
+        if cut:
+            ffs.trap("any", "data/*", nth=cut)
+        holder: dict = {}
+
+        def client_side():  # blocks wherever the freeze catches the broker; a daemon thread
+            while not broker._ready():
+                if broker.proc.poll() is not None:
+                    return
+                time.sleep(0.05)
+            subscribe(broker.url, TOPIC)
+            holder["producer"] = AsyncProducer(broker.url, TOPIC)
+            holder["producer"].send(10)
+
+        broker.starts += 1
+        broker.log_path = logs / f"broker-{broker.starts}.log"
+        with open(broker.log_path, "wb") as log:
+            broker.proc = subprocess.Popen(
+                [sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(broker.data_dir),
+                 "--broker-service-port", str(broker.port), "--web-service-port", "0", "--bind-address",
+                 "127.0.0.1"], cwd=ROOT, env=broker.env, stdout=log, stderr=subprocess.STDOUT)
+        broker.web_port = None
+        threading.Thread(target=client_side, daemon=True).start()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not ffs.stats()["traps_fired"]:
+            p = holder.get("producer")
+            if p is not None and len(p.acked) + len(p.failed) == 10:
+                break
+            time.sleep(0.02)
+        fired = ffs.stats()["traps_fired"]
+        total = mutations(ffs) - base
+        p = holder.get("producer")
+        acked, sent = prior + list(p.acked if p else []), prior + list(p.sent if p else [])
+        report = broker.power_loss(torn=args.torn)
+        if p is not None:
+            p.close()
+        # A new port: a client call still pending in the thread above must not reach the restart.
+        broker.port = free_port()
+        try:
+            broker.start()
+            check_acked_survived(acked, sent, consume_all(broker.url, TOPIC))
+            verdict = "ok"
+        except Exception as exc:  # noqa: BLE001 - reported, the sweep goes on
+            verdict = f"FAIL {str(exc)[:300]} (logs {logs})"
+        finally:
+            broker.kill_for_cleanup()
+        what = f"{fired[0]['op']} {fired[0]['path']}" if fired else "no cut"
+        return total, what, len(acked), verdict, report["lost_paths"][:4]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--restart", action="store_true")
+    ap.add_argument("--torn", action="store_true")
+    ap.add_argument("--premade", choices=("layout", "none"), default="layout")
+    ap.add_argument("--only", help="comma-separated cut numbers (0: no cut, the power goes after the run)")
+    args = ap.parse_args()
+    if args.only:
+        cuts = [int(x) for x in args.only.split(",")]
+    else:
+        total = run(0, args)[0]
+        print(f"{total} mutating operations without a cut", flush=True)
+        cuts = range(1, total + 1)
+    failures = 0
+    for cut in cuts:
+        total, what, acked, verdict, lost = run(cut, args)
+        failures += verdict != "ok"
+        print(f"cut {cut:3d}: {what:90.90s} acked {acked:2d}  {verdict}  lost {lost}", flush=True)
+    print(f"{len(cuts)} cuts, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
