@@ -40,62 +40,72 @@ def mutations(ffs) -> int:
 def run(cut: int, args) -> tuple:
     logs = Path(tempfile.mkdtemp(prefix="sweep-"))
     with FaultFS() as ffs:
-        make_durable(ffs.mountpoint, () if args.premade == "none" else LAYOUT)
         broker = BrokerOnFaultFS(ffs, logs, env={"MINIPULSAR_managedLedgerMaxEntriesPerLedger": "4"})
-        prior: list[bytes] = []
-        if args.restart:
-            broker.start()
-            subscribe(broker.url, TOPIC)
-            prior = produce(broker.url, TOPIC, 6, prefix="p")
-            broker.stop()
-        base = mutations(ffs)
-        if cut:
-            ffs.trap("any", "data/*", nth=cut)
-        holder: dict = {}
+        try:
+            return _run(ffs, broker, logs, cut, args)
+        finally:  # whatever happened, no broker outlives its mount
+            broker.kill_for_cleanup()
 
-        def client_side():  # blocks wherever the freeze catches the broker; a daemon thread
-            while not broker._ready():
-                if broker.proc.poll() is not None:
-                    return
-                time.sleep(0.05)
-            subscribe(broker.url, TOPIC)
-            holder["producer"] = AsyncProducer(broker.url, TOPIC)
+
+def _run(ffs, broker: BrokerOnFaultFS, logs: Path, cut: int, args) -> tuple:
+    make_durable(ffs.mountpoint, () if args.premade == "none" else LAYOUT)
+    prior: list[bytes] = []
+    if args.restart:
+        broker.start()
+        subscribe(broker.url, TOPIC)
+        prior = produce(broker.url, TOPIC, 6, prefix="p")
+        broker.stop()
+    base = mutations(ffs)
+    if cut:
+        ffs.trap("any", "data/*", nth=cut)
+    holder: dict = {}
+    stop = threading.Event()
+
+    def client_side(url: str):  # blocks wherever the freeze catches the broker; a daemon thread
+        while not broker._ready():  # the first boot's readiness; `stop` is checked right after
+            if stop.is_set() or broker.proc.poll() is not None:
+                return
+            time.sleep(0.05)
+        if stop.is_set():
+            return
+        subscribe(url, TOPIC)  # `url` keeps the first port: never reaches the restarted broker
+        if not stop.is_set():
+            holder["producer"] = AsyncProducer(url, TOPIC)
             holder["producer"].send(10)
 
-        broker.starts += 1
-        broker.log_path = logs / f"broker-{broker.starts}.log"
-        with open(broker.log_path, "wb") as log:
-            broker.proc = subprocess.Popen(
-                [sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(broker.data_dir),
-                 "--broker-service-port", str(broker.port), "--web-service-port", "0", "--bind-address",
-                 "127.0.0.1"], cwd=ROOT, env=broker.env, stdout=log, stderr=subprocess.STDOUT)
-        broker.web_port = None
-        threading.Thread(target=client_side, daemon=True).start()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not ffs.stats()["traps_fired"]:
-            p = holder.get("producer")
-            if p is not None and len(p.acked) + len(p.failed) == 10:
-                break
-            time.sleep(0.02)
-        fired = ffs.stats()["traps_fired"]
-        total = mutations(ffs) - base
+    broker.starts += 1
+    broker.log_path = logs / f"broker-{broker.starts}.log"
+    with open(broker.log_path, "wb") as log:
+        broker.proc = subprocess.Popen(
+            [sys.executable, "-m", "minipulsar", "broker", "--data-dir", str(broker.data_dir),
+             "--broker-service-port", str(broker.port), "--web-service-port", "0", "--bind-address",
+             "127.0.0.1"], cwd=ROOT, env=broker.env, stdout=log, stderr=subprocess.STDOUT)
+    broker.web_port = None
+    threading.Thread(target=client_side, args=(broker.url,), daemon=True).start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not ffs.stats()["traps_fired"]:
         p = holder.get("producer")
-        acked, sent = prior + list(p.acked if p else []), prior + list(p.sent if p else [])
-        report = broker.power_loss(torn=args.torn)
-        if p is not None:
-            p.close()
-        # A new port: a client call still pending in the thread above must not reach the restart.
-        broker.port = free_port()
-        try:
-            broker.start()
-            check_acked_survived(acked, sent, consume_all(broker.url, TOPIC))
-            verdict = "ok"
-        except Exception as exc:  # noqa: BLE001 - reported, the sweep goes on
-            verdict = f"FAIL {str(exc)[:300]} (logs {logs})"
-        finally:
-            broker.kill_for_cleanup()
-        what = f"{fired[0]['op']} {fired[0]['path']}" if fired else "no cut"
-        return total, what, len(acked), verdict, report["lost_paths"][:4]
+        if p is not None and len(p.acked) + len(p.failed) == 10:
+            break
+        time.sleep(0.02)
+    fired = ffs.stats()["traps_fired"]
+    total = mutations(ffs) - base
+    stop.set()
+    p = holder.get("producer")
+    acked, sent = prior + list(p.acked if p else []), prior + list(p.sent if p else [])
+    report = broker.power_loss(torn=args.torn)
+    if p is not None:
+        p.close()
+    # A new port: a client call still pending in the thread above must not reach the restart.
+    broker.port = free_port()
+    try:
+        broker.start()
+        check_acked_survived(acked, sent, consume_all(broker.url, TOPIC))
+        verdict = "ok"
+    except Exception as exc:  # noqa: BLE001 - reported, the sweep goes on
+        verdict = f"FAIL {str(exc)[:300]} (logs {logs})"
+    what = f"{fired[0]['op']} {fired[0]['path']}" if fired else "no cut"
+    return total, what, len(acked), verdict, report["lost_paths"][:4]
 
 
 def main() -> int:

@@ -430,6 +430,7 @@ def test_enospc_on_write(ffs):
 # (j)
 def test_no_stale_page_cache_after_a_power_loss(ffs):
     m = ffs.mountpoint
+    assert ffs.stats()["conn"]["writeback_cache"] is False  # every write reaches faultfs at once
     write_file(m / "f", b"A" * 8192)
     fsync_dir(m)
     with open(m / "f", "r+b") as f:
