@@ -165,10 +165,11 @@ class BrokerProcess:
         return "\n".join(self.log_text().splitlines()[-lines:])
 
     # ---- lifecycle ---------------------------------------------------------------------------
-    def start(self, timeout: float | None = None) -> "BrokerProcess":
+    def start(self, timeout: float | None = None, wait: bool = True) -> "BrokerProcess":
         """Start the broker and wait until it is ready (see the module docstring); raises
         BrokerStartError, with its log tail, if it exits or is not ready within timeout seconds
-        (startup_timeout by default; it is then killed)."""
+        (startup_timeout by default; it is then killed). wait=False returns once the process
+        runs (poll ready() yourself, e.g. to cut the power in the middle of a boot)."""
         if self.running:
             raise RuntimeError(f"the broker on port {self.port} is running already")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -176,6 +177,8 @@ class BrokerProcess:
             self._log_start = log.tell()
             self.proc = subprocess.Popen(self.command(), cwd=self.cwd, env={**os.environ, **self.env, **self.settings_env()},
                                          stdout=log, stderr=subprocess.STDOUT, preexec_fn=self.preexec_fn)
+        if not wait:
+            return self
         try:
             self.wait_ready(self.startup_timeout if timeout is None else timeout)
         except BaseException:

@@ -13,6 +13,7 @@ import pytest
 
 from minipulsar.launcher import BrokerProcess
 from tests.helpers import BrokerThread
+from tools.faultfs.control import FaultFS, fuse_unavailable_reason
 from tests.pki import JwtKeys, Pki, make_jwt_keys, make_pki
 
 pytest_plugins = ["pytester"]  # tests/integration/package/test_testing_plugin.py runs a project of its own
@@ -95,3 +96,37 @@ def make_token(jwt_keys):
         return jwt.encode(claims, signing[0], algorithm=signing[1])
 
     return make
+
+
+# ---- faultfs (tools/faultfs): a FUSE file system that loses what was not synced ------------------
+_FUSE_MISSING = fuse_unavailable_reason()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that mount a faultfs (the `ffs` fixture) are skipped, saying why, only where /dev/fuse
+    or fusermount3 is missing; any other failure to mount fails the test."""
+    if _FUSE_MISSING is None:
+        return
+    for item in items:
+        if "ffs" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.skip(reason=f"faultfs needs FUSE: {_FUSE_MISSING}"))
+
+
+@pytest.fixture
+def ffs(request):
+    """A faultfs mounted on a temp dir for one test; its log tail is printed when the test fails."""
+    fs = FaultFS()
+    fs.start()
+    yield fs
+    failed = getattr(request.node, "rep_call", None)
+    if failed is not None and failed.failed:
+        print("--- faultfs log tail ---\n" + fs.log_tail())
+    fs.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keeps each phase's report on the item (rep_setup, rep_call, ...) for fixtures' teardown."""
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)

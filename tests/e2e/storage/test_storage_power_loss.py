@@ -1,0 +1,304 @@
+"""Power loss under a real broker process: its data dir on faultfs, the official client producing,
+SIGKILL + `power-loss`, a restart on the same mount, and every acknowledged message must be there,
+in order.
+
+A SIGKILL alone (tests/e2e) cannot lose the page cache; here everything the broker did not fsync
+(file data) or fsync the directory of (names) is gone after the power loss.
+
+Appends are durable once the journal (data/ledgers/journal) has synced them; segments are written
+behind it and synced at checkpoints (flushInterval), so a power loss may take them back to the last
+checkpoint and the restart replays the journal into them.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import pulsar
+import pytest
+import requests
+
+from tests.e2e.storage.broker_on_faultfs import (SUBSCRIPTION, AsyncProducer, BrokerOnFaultFS, check_acked_survived, client,
+                                consume_all, fsync_dir, produce, subscribe)
+
+pytestmark = pytest.mark.timeout(90)
+
+TOPIC = "persistent://public/default/power"
+# What the broker creates under --data-dir at its first boot (storage's data dir is data/ledgers,
+# whose own folder of ledgers is data/ledgers/ledgers; the metadata store writes data/metadata).
+LAYOUT = ("data", "data/ledgers", "data/ledgers/ledgers", "data/metadata")
+
+
+
+def make_durable(m, dirs=LAYOUT) -> None:
+    """Create ``dirs`` under the mount and fsync them and their parents, bottom up."""
+    for d in dirs:
+        os.makedirs(m / d, exist_ok=True)
+    for d in sorted({*dirs, *(os.path.dirname(d) for d in dirs)}, key=lambda d: -d.count("/") - (d != "")):
+        fsync_dir(m / d)
+
+
+@pytest.fixture
+def broker(ffs, tmp_path, request):
+    b = BrokerOnFaultFS(ffs, tmp_path)
+    yield b
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:
+        print(f"--- broker log tail ({b.log_path}) ---\n" + b.log_tail())
+    b.kill_for_cleanup()
+
+
+def survivors_report(report: dict) -> str:
+    return f"power loss dropped {report['lost_count']} paths: {report['lost_paths'][:12]}"
+
+
+@pytest.mark.parametrize("made_durable", [
+    pytest.param((), id="nothing-premade"),
+    pytest.param(("data",), id="operator-made-data-dir"),
+])
+def test_power_loss_during_first_boot_keeps_acknowledged_messages(ffs, broker, made_durable):
+    """The issue's case: the first topic is created and messages are acknowledged, then the power
+    goes before anything else syncs the parents of data/ledgers, data/metadata, ..."""
+    make_durable(ffs.mountpoint, made_durable)
+    broker.start()
+    subscribe(broker.url, TOPIC)
+    acked = produce(broker.url, TOPIC, 20)
+    report = broker.power_loss()
+    broker.start()
+    found = consume_all(broker.url, TOPIC)
+    assert found == acked, f"{len(acked)} acknowledged, {len(found)} found; {survivors_report(report)}"
+
+
+def test_power_loss_keeps_acknowledged_messages_once_the_layout_is_durable(ffs, tmp_path):
+    """With the first-boot directories made durable by hand, the broker's own discipline (topic
+    folder, NAME, journal, segments behind it, checkpoints, cursor slots) holds: after a checkpoint
+    only the LOCK file's pid and the unsynced offset indexes are unsynced, and every acknowledged
+    message survives the power loss."""
+    make_durable(ffs.mountpoint)
+    broker = BrokerOnFaultFS(ffs, tmp_path, env={"MINIPULSAR_flushInterval": "200"})
+    try:
+        broker.start()
+        subscribe(broker.url, TOPIC)
+        acked = produce(broker.url, TOPIC, 20)
+        deadline = time.monotonic() + 20
+        while ffs.stats()["bytes_unsynced"] > 64:
+            assert time.monotonic() < deadline, f"no checkpoint synced the segments: {ffs.stats()}"
+            time.sleep(0.05)  # poll interval of the deadline-bounded wait for a checkpoint
+        check_survivors(broker, acked)
+    finally:
+        broker.kill_for_cleanup()
+
+
+def check_survivors(broker, acked) -> None:
+    """Power loss, restart: every acknowledged message is there, and the topic goes on."""
+    report = broker.power_loss()
+    broker.start()
+    found = consume_all(broker.url, TOPIC)
+    assert found == acked, survivors_report(report)
+    # The topic goes on after recovery.
+    more = produce(broker.url, TOPIC, 5, prefix="after")
+    assert consume_all(broker.url, TOPIC, subscription="other") == acked + more
+
+
+@pytest.mark.parametrize("torn", [False, True], ids=["clean-cut", "torn-write"])
+def test_power_loss_while_a_journal_sync_is_in_flight(ffs, broker, torn):
+    """The power goes while the journal syncs a group: its write reached the file (the FUSE write
+    of pwritev(RWF_DSYNC) comes before the FUSE fsync) but not the disk. With torn, a prefix of
+    that write survives and the replay must stop at the torn record."""
+    make_durable(ffs.mountpoint)
+    broker.start()
+    subscribe(broker.url, TOPIC)
+    acked = produce(broker.url, TOPIC, 10)
+    ffs.trap("fdatasync", "data/ledgers/journal/*.jnl", nth=2, when="before")  # 2nd group after this
+    producer = AsyncProducer(broker.url, TOPIC)
+    try:
+        producer.send(200, prefix="async")
+        (fired,) = ffs.wait_trap(timeout=20)
+        report = broker.power_loss(torn=torn, seed=3)
+    finally:
+        producer.close()
+    acked += producer.acked
+    sent = [f"m-{i}".encode() for i in range(10)] + producer.sent
+    if torn:
+        (seg,) = [t for t in report["torn"] if (t["path"] or "").endswith(".jnl")]
+        assert 0 < seg["kept"] < seg["of"], report
+    broker.start()
+    found = consume_all(broker.url, TOPIC)
+    check_acked_survived(acked, sent, found)
+    assert len(found) < len(sent), "the trap should have cut the run short"
+
+
+def test_power_loss_during_roll_over(ffs, tmp_path):
+    """Ledgers of five entries: twelve messages sent one by one seal ledgers 0 and 1 (their offset
+    indexes are written behind the journal but not synced, by design), then the power goes right
+    after the next roll-over created its segment. The indexes must be rebuilt from the segments."""
+    make_durable(ffs.mountpoint)
+    broker = BrokerOnFaultFS(ffs, tmp_path, env={"MINIPULSAR_managedLedgerMaxEntriesPerLedger": "5"})
+    try:
+        broker.start()
+        subscribe(broker.url, TOPIC)
+        acked = produce(broker.url, TOPIC, 12)
+        deadline = time.monotonic() + 20
+        while len(sealed := {p: size for p, size in ffs.tree().items() if p.endswith(".idx")}) < 2:
+            assert time.monotonic() < deadline, ffs.tree()  # written behind the journal, soon after
+            time.sleep(0.05)  # poll interval of the deadline-bounded wait for the ledger storage
+        assert len(sealed) == 2, ffs.tree()
+        ffs.trap("create", "data/ledgers/ledgers/*.seg", nth=1, when="after")
+        producer = AsyncProducer(broker.url, TOPIC)
+        try:
+            producer.send(50, prefix="async")
+            (fired,) = ffs.wait_trap(timeout=20)
+            report = broker.power_loss()
+        finally:
+            producer.close()
+        durable = ffs.tree()
+        assert not any(durable.get(p) for p in sealed), f"the unsynced indexes were not lost: {durable}"
+        broker.start()
+        found = consume_all(broker.url, TOPIC)
+        sent = [f"m-{i}".encode() for i in range(12)] + producer.sent
+        check_acked_survived(acked + producer.acked, sent, found)
+        assert len(found) >= 12, survivors_report(report)
+    finally:
+        broker.kill_for_cleanup()
+
+
+def test_acknowledged_consumption_comes_back_at_least_once(ffs, broker):
+    """Acks persisted by the cursor may be redelivered after a power loss, never skipped."""
+    make_durable(ffs.mountpoint)
+    broker.start()
+    subscribe(broker.url, TOPIC)
+    acked = produce(broker.url, TOPIC, 20)
+    first = consume_all(broker.url, TOPIC, ack_first=10, quiet_ms=800)
+    assert first == acked
+    broker.power_loss()
+    broker.start()
+    again = consume_all(broker.url, TOPIC)
+    assert again == acked[len(acked) - len(again):] and len(again) >= 10, again
+
+
+def test_partitioned_topic_metadata_survives_a_power_loss(ffs, broker):
+    make_durable(ffs.mountpoint, LAYOUT[:3])  # everything but data/metadata, which the broker creates
+    broker.start()
+    url = broker.web_url + "/admin/v2/persistent/public/default"
+    r = requests.put(url + "/orders/partitions", json=3, timeout=10)
+    assert r.status_code == 204, r.text
+    assert requests.get(url + "/partitioned", timeout=10).json() == ["persistent://public/default/orders"]
+    report = broker.power_loss()
+    broker.start()
+    url = broker.web_url + "/admin/v2/persistent/public/default"  # a new web port
+    listed = requests.get(url + "/partitioned", timeout=10).json()
+    assert listed == ["persistent://public/default/orders"], survivors_report(report)
+
+
+
+
+def test_deleted_topic_stays_deleted_after_a_power_loss(ffs, broker):
+    make_durable(ffs.mountpoint)
+    broker.start()
+    subscribe(broker.url, TOPIC)
+    produce(broker.url, TOPIC, 5)
+    url = broker.web_url + "/admin/v2/persistent/public/default"
+    r = requests.delete(url + "/power", params={"force": "true"}, timeout=10)
+    assert r.status_code == 204, r.text
+    assert "persistent://public/default/power" not in requests.get(url, timeout=10).json()
+    report = broker.power_loss()
+    broker.start()
+    url = broker.web_url + "/admin/v2/persistent/public/default"  # a new web port
+    listed = requests.get(url, timeout=10).json()
+    assert "persistent://public/default/power" not in listed, survivors_report(report)
+
+
+def test_deleted_subscription_stays_deleted_after_a_power_loss(ffs, broker):
+    make_durable(ffs.mountpoint)
+    broker.start()
+    subscribe(broker.url, TOPIC)
+    subscribe(broker.url, TOPIC, subscription="gone")
+    produce(broker.url, TOPIC, 5)
+    url = broker.web_url + "/admin/v2/persistent/public/default/power"
+    r = requests.delete(url + "/subscription/gone", timeout=10)
+    assert r.status_code == 204, r.text
+    assert requests.get(url + "/subscriptions", timeout=10).json() == [SUBSCRIPTION]
+    report = broker.power_loss()
+    broker.start()
+    subscribe(broker.url, TOPIC)  # loads the topic
+    url = broker.web_url + "/admin/v2/persistent/public/default/power"  # a new web port
+    listed = requests.get(url + "/subscriptions", timeout=10).json()
+    assert listed == [SUBSCRIPTION], survivors_report(report)
+
+
+def test_eio_on_a_journal_sync_is_never_acknowledged(ffs, broker):
+    """fsyncgate: the journal's sync fails once with EIO (faultfs forgets the failed pages as Linux
+    does). The broker must fail that publish (the client resends it), never retry the sync as a
+    success, and continue on a new journal file and a new ledger; after a power loss every
+    acknowledged message is there, once."""
+    make_durable(ffs.mountpoint)
+    broker.start()
+    subscribe(broker.url, TOPIC)
+    acked = produce(broker.url, TOPIC, 3)
+    ffs.fail("fdatasync", "data/ledgers/journal/*.jnl", "EIO", count=1)
+    acked += produce(broker.url, TOPIC, 5, prefix="after-eio")
+    (injected,) = ffs.stats()["failures_injected"]
+    assert injected["op"] == "fdatasync" and injected["error"] == "EIO"
+    log = broker.log_path.read_text()
+    assert "operations failed ([Errno 5]" in log and "moving to a new journal file" in log  # it was told
+    report = broker.power_loss()
+    broker.start()
+    assert consume_all(broker.url, TOPIC) == acked, survivors_report(report)
+
+
+def produce_keyed(url: str, topic: str, count: int, keys: int) -> list[tuple[str, bytes]]:
+    c = client(url)
+    try:
+        producer = c.create_producer(topic, batching_enabled=False)
+        sent = []
+        for i in range(count):
+            key, payload = f"k{i % keys}", f"v-{i}".encode()
+            producer.send(payload, partition_key=key)
+            sent.append((key, payload))
+        return sent
+    finally:
+        c.close()
+
+
+def read_compacted(url: str, topic: str) -> dict[str, bytes]:
+    c = client(url)
+    try:
+        reader = c.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
+        latest = {}
+        while True:
+            try:
+                msg = reader.read_next(1500)
+            except pulsar.Timeout:
+                return latest
+            latest[msg.partition_key()] = msg.data()
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("cut", ["after-compaction", "at-compacted-rename"])
+def test_compacted_view_survives_a_power_loss(ffs, broker, cut):
+    """A compaction writes compacted-<id>.ledger.tmp, fsyncs it, renames it, fsyncs the folder, then
+    persists the __compaction cursor naming it. Cut after all of it, or right after the rename (the
+    cursor does not name the file yet: the restart deletes it and readers see the whole topic);
+    either way a read_compacted reader gets every key's latest value."""
+    make_durable(ffs.mountpoint)
+    broker.start()
+    subscribe(broker.url, TOPIC)
+    sent = produce_keyed(broker.url, TOPIC, 30, keys=4)
+    latest = {key: payload for key, payload in sent}
+    base = broker.web_url + "/admin/v2/persistent/public/default/power"
+    if cut == "at-compacted-rename":
+        ffs.trap("rename", "*compacted-*.ledger", nth=1, when="after")
+    assert requests.put(base + "/compaction", timeout=10).status_code == 204
+    if cut == "at-compacted-rename":
+        ffs.wait_trap(timeout=20)
+    else:
+        deadline = time.monotonic() + 20
+        while requests.get(base + "/compaction", timeout=10).json()["status"] != "SUCCESS":
+            assert time.monotonic() < deadline, "compaction did not finish"
+            time.sleep(0.05)  # poll interval of the deadline-bounded wait on the REST status
+        assert any("compacted-" in p for p in ffs.tree(durable=True))
+    report = broker.power_loss()
+    broker.start()
+    assert read_compacted(broker.url, TOPIC) == latest, survivors_report(report)
+    assert consume_all(broker.url, TOPIC) == [payload for _key, payload in sent]
