@@ -185,7 +185,7 @@ class GroupCommit:
         self._latency = WriteLatencyRecorder()
         self.entries_added = 0  # made durable since open (Pulsar entriesAddedCounter)
         self.add_entry_errors = 0  # appends failed since open (Pulsar addEntryErrors)
-        self.fenced_ledgers = 0  # ledgers fenced after a write error of unknown outcome
+        self.fenced_ledgers: list[int] = []  # ledgers fenced after a write error of unknown outcome
 
     def start(self, ledger_id: int, loop: asyncio.AbstractEventLoop) -> None:
         """Appends start at entry 0 of the new, empty ledger ``ledger_id``."""
@@ -309,7 +309,7 @@ class GroupCommit:
                 op.future.set_exception(PersistenceError(f"append to {self.name} failed: {error}"))
         current = self._map.ledgers[self._map.current_id]
         if fenced:
-            self.fenced_ledgers += 1
+            self.fenced_ledgers.append(current.ledger_id)
             self._fence = [(lid, current.entries if lid == current.ledger_id else 0)
                            for lid in range(current.ledger_id, self._append_ledger + 1)]
             log.error("ledger %s: fencing ledger %d at %d entries, continuing on ledger %d",

@@ -202,6 +202,17 @@ class ManagedLedger:
         return self._commit.entries_added
 
     @property
+    def add_entry_errors(self) -> int:
+        """Appends failed since the ledger was opened (Pulsar's addEntryErrors)."""
+        return self._commit.add_entry_errors
+
+    @property
+    def fenced_ledgers(self) -> list[int]:
+        """Ledgers fenced since the ledger was opened: a journal write of unknown outcome (EIO)
+        failed their appends and the ledger continued on a new one."""
+        return list(self._commit.fenced_ledgers)
+
+    @property
     def current_ledger_created_ms(self) -> int:
         """When the current ledger began, ms since the epoch (its open time after a restart)."""
         return self._current_created_ms

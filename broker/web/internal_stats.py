@@ -40,6 +40,10 @@ def of_topic(topic: "PersistentTopic") -> dict:
         "cursors": cursors,
         "schemaLedgers": [],
         "compactedLedger": topic.compaction.internal_stats(),
+        # minipulsar's own (docs/compatibility.md): failed appends, and the ledgers fenced after a
+        # journal write of unknown outcome (EIO), as Pulsar fences a ledger after a write error.
+        "addEntryErrors": ledger.add_entry_errors,
+        "fencedLedgers": ledger.fenced_ledgers,
     }
 
 

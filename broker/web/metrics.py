@@ -22,7 +22,8 @@ _overflow those over 1 s), _count, and _sum in microseconds, all over the last c
 period (STATS_PERIOD_SECONDS, Pulsar's managedLedgerStatsPeriodSeconds, 60 s).
 minipulsar_storage_write_latency_seconds is the same data as a standard cumulative histogram.
 Source: Pulsar NamespaceStatsAggregator, TopicStats.printTopicStats, PrometheusMetricStreams,
-ManagedLedgerMBeanImpl, StatsBuckets.
+ManagedLedgerMBeanImpl, StatsBuckets. The minipulsar_storage_* figures are broker-wide (the
+journal and the ledger storage behind it are shared by every topic: storage/journal.py).
 """
 from __future__ import annotations
 
@@ -94,6 +95,21 @@ METRICS: dict[str, tuple[str, str]] = {
     "minipulsar_subscription_recently_joined_consumers": (
         GAUGE, "Key_Shared/Key_Failover consumers still limited to entries up to their join position (PIP-282)"),
     "minipulsar_storage_write_latency_seconds": (HISTOGRAM, "Time from append to durability, since the topic loaded"),
+    "pulsar_ml_AddEntryErrors": (GAUGE, "Appends that failed (their producers got SEND_ERROR), since the topic loaded"),
+    "minipulsar_storage_journal_write_errors_total": (
+        COUNTER, "Journal writes or syncs that failed (every append of that group failed)"),
+    "minipulsar_storage_ledger_storage_errors_total": (
+        COUNTER, "Segment writes and checkpoints behind the journal that failed (retried; the journal is kept)"),
+    "minipulsar_storage_checkpoints_total": (COUNTER, "Checkpoints: segments synced, older journal files let go"),
+    "minipulsar_storage_open_segment_files": (GAUGE, "Segment write descriptors open (at most openFileLimit)"),
+    "minipulsar_storage_unwritten_bytes": (GAUGE, "Durable bytes in the journal not yet written to their segments"),
+}
+STORAGE_METRICS = {  # broker-wide storage figures: metric name -> ManagedLedgerFactory.stats() key
+    "minipulsar_storage_journal_write_errors_total": "journalErrors",
+    "minipulsar_storage_ledger_storage_errors_total": "ledgerStorageErrors",
+    "minipulsar_storage_checkpoints_total": "checkpoints",
+    "minipulsar_storage_open_segment_files": "openSegmentFiles",
+    "minipulsar_storage_unwritten_bytes": "unwrittenBytes",
 }
 BROKER_DEFAULTS = ("pulsar_topics_count", "pulsar_subscriptions_count", "pulsar_producers_count",
                    "pulsar_consumers_count", "pulsar_rate_in", "pulsar_rate_out", "pulsar_throughput_in",
@@ -149,6 +165,9 @@ class BrokerCollector(Collector):
         out = Families()
         for name in BROKER_DEFAULTS:
             out.add(name, {"cluster": cluster}, 0)
+        storage = self.broker.factory.stats()
+        for name, key in STORAGE_METRICS.items():
+            out.add(name, {"cluster": cluster}, storage[key])
         now = time.monotonic()
         by_namespace: dict[str, list[tuple[str, TopicNumbers]]] = defaultdict(list)
         for name, topic in list(self.broker.topics.items()):
@@ -260,7 +279,7 @@ class TopicNumbers:
         self.subscriptions_count = self.producers_count = self.consumers_count = 0
         self.rate_in = self.rate_out = self.throughput_in = self.throughput_out = 0.0
         self.msg_in = self.bytes_in = self.msg_out = self.bytes_out = 0
-        self.storage_size = self.backlog = 0
+        self.storage_size = self.backlog = self.add_entry_errors = 0
         self.latency_bounds_usec: tuple[int, ...] = ()
         self.latency_counts: tuple[int, ...] = (0,) * len(LATENCY_SUFFIXES)  # since the topic loaded
         self.latency_sum_usec = 0
@@ -273,7 +292,7 @@ class TopicNumbers:
     def merge(self, other: "TopicNumbers") -> None:
         for attr in ("subscriptions_count", "producers_count", "consumers_count", "rate_in", "rate_out",
                      "throughput_in", "throughput_out", "msg_in", "bytes_in", "msg_out", "bytes_out",
-                     "storage_size", "backlog", "latency_sum_usec", "window_sum_usec", "blocked_on_ack_state",
+                     "storage_size", "backlog", "add_entry_errors", "latency_sum_usec", "window_sum_usec", "blocked_on_ack_state",
                      "recently_joined"):
             setattr(self, attr, getattr(self, attr) + getattr(other, attr))
         self.latency_bounds_usec = other.latency_bounds_usec or self.latency_bounds_usec
@@ -297,6 +316,7 @@ class TopicNumbers:
             ("pulsar_storage_logical_size", self.storage_size),
             ("pulsar_in_messages_total", self.msg_in),
             ("pulsar_in_bytes_total", self.bytes_in),
+            ("pulsar_ml_AddEntryErrors", self.add_entry_errors),
         ):
             out.add(name, labels, value)
         if per_topic:
@@ -366,6 +386,7 @@ def topic_numbers(topic: "PersistentTopic", sampler: TopicSampler, now: float) -
 
     ledger = topic.ledger
     n.storage_size = ledger.total_size
+    n.add_entry_errors = ledger.add_entry_errors
     latency = ledger.write_latency
     n.latency_bounds_usec, n.latency_counts, n.latency_sum_usec = latency.bounds_usec, latency.counts, latency.sum_usec
     n.window_counts, n.window_sum_usec = sampler.latency_window(latency.counts, latency.sum_usec, now)

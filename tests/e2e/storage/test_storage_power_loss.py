@@ -241,6 +241,11 @@ def test_eio_on_a_journal_sync_is_never_acknowledged(ffs, broker):
     assert injected["op"] == "fdatasync" and injected["error"] == "EIO"
     log = broker.log_path.read_text()
     assert "operations failed ([Errno 5]" in log and "moving to a new journal file" in log  # it was told
+    internal = requests.get(broker.web_url + "/admin/v2/persistent/public/default/power/internalStats", timeout=10).json()
+    assert internal["addEntryErrors"] == 1 and len(internal["fencedLedgers"]) == 1, internal
+    metrics = requests.get(broker.web_url + "/metrics", timeout=10).text
+    assert "minipulsar_storage_journal_write_errors_total{cluster=\"standalone\"} 1.0" in metrics
+    assert 'pulsar_ml_AddEntryErrors{cluster="standalone",namespace="public/default",topic="persistent://public/default/power"} 1.0' in metrics
     report = broker.power_loss()
     broker.start()
     assert consume_all(broker.url, TOPIC) == acked, survivors_report(report)

@@ -148,7 +148,7 @@ async def test_eio_fails_the_appends_fences_the_ledger_and_a_replay_keeps_the_fe
         await ml.add_entry(b"ghost")
     after = await ml.add_entry(b"after")
     assert after == Position(good[0].ledger_id + 1, 0)  # fenced: a new ledger
-    assert ml._commit.fenced_ledgers == 1 and ml._commit.add_entry_errors == 1
+    assert ml.fenced_ledgers == [good[0].ledger_id] and ml.add_entry_errors == 1
     assert len(jf.list_files(os.path.join(tmp_path, "a", "journal"))) == 2  # the suspect file was retired
     assert await datas(ml) == [b"good0", b"good1", b"good2", b"after"]
     crash_copy(tmp_path / "a", tmp_path / "b")
