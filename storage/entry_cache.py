@@ -23,12 +23,18 @@ class CacheBudget:
 
     @property
     def limit(self) -> int:
-        return self._config.entry_cache_size_bytes
+        return self._config.entry_cache_size_mb << 20  # per append: the plain field, not a property
 
     def added(self, cache: "EntryCache", nbytes: int) -> None:
         self.used += nbytes
-        self._recent[cache] = None
-        self._recent.move_to_end(cache)
+        recent = self._recent
+        recent[cache] = None
+        recent.move_to_end(cache)
+        if self.used > self.limit:
+            self._evict()
+
+    def _evict(self) -> None:
+        """The caches appended to least recently give up their oldest half until the budget holds."""
         while self.used > self.limit and self._recent:
             oldest = next(iter(self._recent))
             if not oldest.evict_half():

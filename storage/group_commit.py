@@ -24,7 +24,6 @@ import asyncio
 import collections
 import logging
 import time
-from array import array
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -45,22 +44,12 @@ UNWRITTEN_LIMIT_BYTES = 256 << 20  # durable entries not yet in their segments, 
 
 
 @dataclass
-class Durable:
-    """Entries made durable by one group: ledger_id, first entry, their segment offsets and the
-    segment's end after them."""
-
-    ledger_id: int
-    first_entry: int
-    offsets: array
-    end_offset: int
-
-
-@dataclass
 class BatchOutcome:
-    """What one reported group did for a ledger: durable runs in order, ledgers created (their
-    first entry became durable), ledgers sealed by that (id, seal time ms)."""
+    """What one reported group did for a ledger: durable runs in order (AppendOps: ledger_id,
+    first_entry, offsets, end_offset), ledgers created (their first entry became durable),
+    ledgers sealed by that (id, seal time ms)."""
 
-    durable: list[Durable] = field(default_factory=list)
+    durable: list[AppendOp] = field(default_factory=list)
     created: list[int] = field(default_factory=list)
     sealed: list[tuple[int, int]] = field(default_factory=list)
 
@@ -210,17 +199,16 @@ class GroupCommit:
         ledger_id, entry_id = self._append_ledger, self._append_next
         tail = self._tail
         if tail is None or tail.ledger_id != ledger_id:
-            tail = self._tail = AppendOp(self.owner, ledger_id, entry_id, self._append_offset)
-            tail.future, tail.started_ns = self._loop.create_future(), time.monotonic_ns()
-            tail.fence, self._fence = self._fence, []
+            tail = self._tail = AppendOp(self.owner, ledger_id, entry_id, self._append_offset,
+                                         self._loop.create_future(), time.monotonic_ns(), self._fence)
+            self._fence = []
             self._pending.append(tail)
             if self._in_flight is None:
                 self._queue.wake(self)
-        tail.datas.append(data)
-        tail.nbytes += len(data)
+        tail.add(data)
         self._append_next = entry_id + 1
         self._append_bytes += len(data)
-        self._append_offset += segment.RECORD_OVERHEAD + len(data)
+        self._append_offset = tail.end_offset
         self._cache.add(ledger_id, entry_id, data)
         return make_position((ledger_id, entry_id)), tail.future  # per entry: the fast constructor
 
@@ -281,14 +269,10 @@ class GroupCommit:
                 outcome.sealed.append((current, int(time.time() * 1000)))
                 outcome.created.append(op.ledger_id)
                 current = op.ledger_id
-            offsets = array("q")
-            offset = op.first_offset
-            for data in op.datas:
-                offsets.append(offset)
-                offset += segment.RECORD_OVERHEAD + len(data)
-            outcome.durable.append(Durable(op.ledger_id, op.first_entry, offsets, offset))
-            self.entries_added += len(op.datas)
-            self._latency.record(op.started_ns, op.submitted_ns, now, len(op.datas))
+            outcome.durable.append(op)
+            entries = len(op.datas)
+            self.entries_added += entries
+            self._latency.record(op.started_ns, op.submitted_ns, now, entries)
             self._unwritten.append(op)
             self._queue.unwritten_bytes += op.nbytes
             op.future.set_result(None)

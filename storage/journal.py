@@ -25,12 +25,14 @@ import logging
 import os
 import queue
 import threading
+from array import array
 from dataclasses import dataclass, field
 from typing import Callable
 
 from . import journal_format as jf
 from . import segment
 from .journal_format import Mark
+from .thread_names import name_this_thread
 
 log = logging.getLogger(__name__)
 
@@ -49,23 +51,39 @@ class JournalLedger:
     journal_id: int = -1  # set by the journal on first use
 
 
-@dataclass(eq=False)
 class AppendOp:
-    """Entries first_entry.. of ledger_id, at segment offset first_offset. seg_parts: their
-    segment records as iovec parts (header, data, header, data, ...), set by the journal thread;
-    fence: (ledger id, entries it keeps) pairs the journal writes as SEAL records first."""
+    """Entries first_entry.. of ledger_id, at segment offset first_offset (their records'
+    offsets in `offsets`, the segment's end after them in end_offset). seg_parts: their segment
+    records as iovec parts (header, data, header, data, ...), set by the journal thread; fence:
+    (ledger id, entries it keeps) pairs the journal writes as SEAL records first. future (done
+    once durable, or failed), started_ns and submitted_ns (first append, hand-over to the
+    journal: the write latency) are the loop's. A plain class with slots: one is built for every
+    ledger with appends in every group, thousands a second with many topics."""
 
-    owner: JournalLedger
-    ledger_id: int
-    first_entry: int
-    first_offset: int
-    datas: list[bytes] = field(default_factory=list)
-    nbytes: int = 0  # of datas
-    fence: list[tuple[int, int]] = field(default_factory=list)
-    seg_parts: list | None = None
-    future: object = None  # loop side: done once durable (or failed)
-    started_ns: int = 0  # loop side: first append, and hand-over to the journal (write latency)
-    submitted_ns: int = 0
+    __slots__ = ("owner", "ledger_id", "first_entry", "first_offset", "datas", "offsets", "end_offset", "nbytes",
+                 "fence", "seg_parts", "future", "started_ns", "submitted_ns")
+
+    def __init__(self, owner: JournalLedger, ledger_id: int, first_entry: int, first_offset: int,
+                 future=None, started_ns: int = 0, fence: list[tuple[int, int]] | None = None) -> None:
+        self.owner = owner
+        self.ledger_id = ledger_id
+        self.first_entry = first_entry
+        self.first_offset = self.end_offset = first_offset
+        self.datas: list[bytes] = []
+        self.offsets = array("q")
+        self.nbytes = 0
+        self.fence = fence or []
+        self.seg_parts: list | None = None
+        self.future = future
+        self.started_ns = started_ns
+        self.submitted_ns = 0
+
+    def add(self, data: bytes) -> None:
+        """One more entry, the next id of the ledger."""
+        self.datas.append(data)
+        self.offsets.append(self.end_offset)
+        self.end_offset += segment.RECORD_OVERHEAD + len(data)
+        self.nbytes += len(data)
 
 
 @dataclass(eq=False)
@@ -144,6 +162,7 @@ class Journal:
 
     # -- thread side ---------------------------------------------------------
     def _run(self) -> None:
+        name_this_thread('ml-journal')
         while True:
             groups = [self._queue.get()]
             while not self._queue.empty():

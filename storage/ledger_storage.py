@@ -31,11 +31,12 @@ from . import journal_format as jf
 from . import segment
 from .journal import AppendOp, CheckpointOp, ControlOp, JournalLedger
 from .journal_format import Mark
+from .thread_names import name_this_thread
 from .segment import SegmentIndex, fsync_dir
 
 log = logging.getLogger(__name__)
 
-WRITE_BEHIND_SECONDS = 0.2  # how long written groups gather before a round writes them
+WRITE_BEHIND_SECONDS = 1.0  # how long written groups gather before a round writes them
 WRITE_BEHIND_BYTES = 16 << 20  # ... or how many bytes of entries
 
 
@@ -105,6 +106,7 @@ class LedgerStorage:
 
     # -- thread -----------------------------------------------------------------
     def _run(self) -> None:
+        name_this_thread('ml-storage')
         stop = False
         while not stop:
             items = self._gather()
@@ -131,19 +133,21 @@ class LedgerStorage:
 
     def _gather(self) -> list:
         """Wait for work; let written groups gather (write-behind) unless something needs an
-        answer now (a seal, a trim, a delete, a stop) or a checkpoint is due."""
+        answer now (a seal, a trim, a delete, a checkpoint, a stop) or a checkpoint is due."""
         try:
             items = [self._queue.get(timeout=max(0.0, self._next_checkpoint - time.monotonic()))]
         except queue.Empty:
             return []
         deadline = time.monotonic() + WRITE_BEHIND_SECONDS
-        gathered = 0
+        gathered, seen = 0, 0
         while True:
             while not self._queue.empty():
                 items.append(self._queue.get())
-            if any(item is None or any(type(op) is not AppendOp for op in item[0]) for item in items):
-                return items
-            gathered = sum(len(d) for ops, _ in items for op in ops for d in op.datas)
+            for item in items[seen:]:  # each item is looked at once: a round gathers thousands
+                if item is None or any(type(op) is not AppendOp for op in item[0]):
+                    return items
+                gathered += sum(op.nbytes for op in item[0])
+            seen = len(items)
             wait = deadline - time.monotonic()
             if gathered >= WRITE_BEHIND_BYTES or wait <= 0:
                 return items
@@ -201,13 +205,10 @@ class LedgerStorage:
             self._drop_fd(owner, ledger_id)
             return False
         index = current.index
-        offset = ops[0].first_offset
         del index.offsets[ops[0].first_entry:]
         for op in ops:
-            for data in op.datas:
-                index.offsets.append(offset)
-                offset += segment.RECORD_OVERHEAD + len(data)
-        index.end_offset = offset
+            index.offsets.extend(op.offsets)
+        index.end_offset = ops[-1].end_offset
         self._dirty_files.add((owner, ledger_id))
         del self._pending[(owner, ledger_id)]
         return True
