@@ -67,6 +67,8 @@ def test_partitioned_topic_through_websocket(broker, official, topic, admin):
             consumer_ws.send_json({"messageId": message["messageId"]})
         wait_for(lambda: all(broker.subscription_stats(f"{topic}-partition-{i}", "sub")["msgBacklog"] == 0
                              for i in range(3)), "every partition acknowledged")
+    with ws_session(broker, _path("reader", topic, "?messageId=earliest")) as reader_ws:  # every partition
+        assert sorted(payload.decode() for payload in _payloads(reader_ws, len(keys))) == sorted(keys)
 
 
 def test_partitioned_routing_modes(broker, official, topic, admin):
