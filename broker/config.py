@@ -129,6 +129,15 @@ class BrokerConfig:
     broker_service_compaction_monitor_interval_in_seconds: int = 60  # brokerServiceCompactionMonitorIntervalInSeconds
     enable_non_persistent_topics: bool = True  # enableNonPersistentTopics
     expose_topic_level_metrics_in_prometheus: bool = True  # exposeTopicLevelMetricsInPrometheus (false: per namespace)
+    # ---- the WebSocket API on the web ports (broker/web/websocket, docs/websocket.md) ----
+    web_socket_service_enabled: bool = True  # webSocketServiceEnabled (standalone.conf's true; broker.conf's false)
+    web_socket_session_idle_timeout_millis: int = 300000  # webSocketSessionIdleTimeoutMillis (0: never)
+    web_socket_max_text_frame_size: int = 1048576  # webSocketMaxTextFrameSize (bytes; larger: close 1009)
+    web_socket_ping_duration_seconds: int = -1  # webSocketPingDurationSeconds (<= 0: no pings)
+    # Accepted for Pulsar's broker.conf, with no effect: sessions run on the broker's one event loop
+    # and share the bundled client's one connection.
+    web_socket_num_io_threads: int = 8  # webSocketNumIoThreads
+    web_socket_connections_per_broker: int = 8  # webSocketConnectionsPerBroker
     # ---- security: authentication, authorization, TLS (broker/security/, docs/security.md) ----
     authentication_enabled: bool = False  # authenticationEnabled
     authentication_providers: str = ""  # authenticationProviders: Pulsar provider class names, comma-separated
@@ -306,6 +315,10 @@ _VALIDATORS = {
     "tlsCertRefreshCheckDurationSec": lambda v: v >= 0,
     "brokerServicePortTls": lambda v: v == "" or (v.isdigit() and int(v) <= 65535),
     "webServicePortTls": lambda v: v == "" or (v.isdigit() and int(v) <= 65535),
+    "webSocketSessionIdleTimeoutMillis": lambda v: v >= 0,
+    "webSocketMaxTextFrameSize": lambda v: v >= 1,
+    "webSocketNumIoThreads": lambda v: v >= 1,
+    "webSocketConnectionsPerBroker": lambda v: v >= 1,
     "subscriptionTypesEnabled": lambda v: bool(v.strip()) and all(
         t.strip() in ("Exclusive", "Shared", "Failover", "Key_Shared", "Key_Failover") for t in v.split(",") if t.strip()),
 }

@@ -18,7 +18,7 @@ from minipulsar.client.message import Message  # noqa: E402
 from minipulsar.client.message_id import MessageId  # noqa: E402
 from minipulsar.client.options import (  # noqa: E402
     BatchingType, CompressionType, ConsumerDeadLetterPolicy, ConsumerKeySharedPolicy, ConsumerType,
-    InitialPosition, KeySharedMode, PartitionsRoutingMode,
+    HashingScheme, InitialPosition, KeySharedMode, PartitionsRoutingMode, SubscriptionMode,
 )
 from minipulsar.client.schema import BytesSchema, Schema, StringSchema  # noqa: E402
 from minipulsar.client.auth import AuthenticationToken  # noqa: E402

@@ -25,8 +25,8 @@ from minipulsar.client.consumer.partition_consumer import ConsumerConfig
 from minipulsar.client.exceptions import AlreadyClosed, InvalidConfiguration
 from minipulsar.client.lookup import LookupService
 from minipulsar.client.message_id import MessageId
-from minipulsar.client.options import (BatchingType, CompressionType, ConsumerType, InitialPosition, PartitionsRoutingMode,
-                                       reject_unsupported)
+from minipulsar.client.options import (BatchingType, CompressionType, ConsumerType, HashingScheme, InitialPosition,
+                                       PartitionsRoutingMode, SubscriptionMode, reject_unsupported)
 from minipulsar.client.producer.partition_producer import ProducerConfig
 from minipulsar.client.producer.producer import Producer
 from minipulsar.client.reader import Reader
@@ -203,6 +203,7 @@ class Client:
                               lazy_start_partitioned_producers: bool = False, properties: dict[str, str] | None = None,
                               batching_type: BatchingType = BatchingType.Default, encryption_key=None,
                               crypto_key_reader=None, access_mode: int = api.Shared, message_router=None,
+                              hashing_scheme: HashingScheme = HashingScheme.BoostHash,
                               _initial_subscription_name: str | None = None) -> Producer:
         """A producer on topic: one PRODUCER per partition of a partitioned topic, all created
         before this returns (pulsar.Client.create_producer).
@@ -240,6 +241,10 @@ class Client:
             access_mode (int): ProducerAccessMode (Shared, Exclusive, WaitForExclusive,
                 ExclusiveWithFencing). Default: Shared.
             message_router (callable | None): not implemented; only None is accepted. Default: None.
+            hashing_scheme (HashingScheme): how a keyed message's partition is picked; an extra
+                (the C++ ProducerConfiguration's setting, which the official Python client does not
+                expose): JavaStringHash or Murmur3_32Hash route as a Java producer does.
+                Default: BoostHash (the official Python client's choice).
 
         Raises:
             AlreadyClosed: the client is closed.
@@ -269,6 +274,7 @@ class Client:
             batching_max_allowed_size_in_bytes=batching_max_allowed_size_in_bytes,
             batching_max_publish_delay_ms=batching_max_publish_delay_ms, batching_type=BatchingType(batching_type),
             properties=properties, access_mode=int(access_mode), initial_subscription_name=_initial_subscription_name,
+            hashing_scheme=HashingScheme(hashing_scheme),
         )
         partitions = await self.lookup.partitions_with_retry(topic, self.operation_timeout)
         if partitions and max_pending_messages_across_partitions:
@@ -290,7 +296,8 @@ class Client:
                         auto_ack_oldest_chunked_message_on_queue_full: bool = False,
                         start_message_id_inclusive: bool = False, batch_receive_policy=None, key_shared_policy=None,
                         batch_index_ack_enabled: bool = False, regex_subscription_mode=None,
-                        dead_letter_policy=None, crypto_failure_action=None, priority_level: int = 0) -> Consumer:
+                        dead_letter_policy=None, crypto_failure_action=None, priority_level: int = 0,
+                        subscription_mode: SubscriptionMode = SubscriptionMode.Durable) -> Consumer:
         """A consumer of one topic or a list of topics: one SUBSCRIBE per partition, all
         subscribed before this returns (pulsar.Client.subscribe).
 
@@ -340,6 +347,9 @@ class Client:
             crypto_failure_action (ConsumerCryptoFailureAction | None): decryption is not
                 implemented; only None or FAIL is accepted. Default: None.
             priority_level (int): dispatch priority on Shared subscriptions, 0 = highest. Default: 0.
+            subscription_mode (SubscriptionMode): an extra (Java's ConsumerBuilder.subscriptionMode):
+                NonDurable keeps no cursor on disk; the subscription starts at initial_position
+                and goes with its last consumer. Default: Durable.
 
         Raises:
             AlreadyClosed: the client is closed.
@@ -374,6 +384,7 @@ class Client:
             key_shared_policy=key_shared_policy, batch_index_ack_enabled=batch_index_ack_enabled,
             dead_letter_policy=dead_letter_policy, is_read_compacted=is_read_compacted,
             priority_level=priority_level, start_message_id_inclusive=start_message_id_inclusive,
+            durable=SubscriptionMode(subscription_mode) == SubscriptionMode.Durable,
         )
         topics = [topic] if isinstance(topic, str) else list(topic)
         dead_letters_for = None

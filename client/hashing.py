@@ -4,9 +4,17 @@ The official Python client (C++ 4.x underneath) routes keyed messages with its d
 scheme BoostHash: boost::hash<std::string> of the key (Boost >= 1.81, 64-bit: the mulx-based
 hash_range with seed 0), masked to 31 bits, modulo the number of partitions. Reproduced here so that
 both clients send a key to the same partition (checked against pulsar-client 3.13 in the tests).
-Source: Pulsar's C++ BoostHash and RoundRobinMessageRouter; Boost's boost::hash_range.
+The Java client's two schemes are here too (its default, JavaStringHash: String.hashCode over the
+key's UTF-16 code units; Murmur3_32Hash: MurmurHash3 x86 32-bit, seed 0, of the UTF-8 bytes), each
+masked to 31 bits, so a producer can pick what a Java producer would.
+Source: Pulsar's C++ BoostHash and RoundRobinMessageRouter; Boost's boost::hash_range; Pulsar's
+Java JavaStringHash and Murmur3_32Hash (HashingScheme).
 """
 from __future__ import annotations
+
+import mmh3
+
+from minipulsar.client.options import HashingScheme
 
 _M64 = (1 << 64) - 1
 _Q = 0x9E3779B97F4A7C15
@@ -40,6 +48,25 @@ def boost_hash(data: bytes) -> int:
     return _mulx(h + w, _K)
 
 
-def partition_for_key(key: str, num_partitions: int) -> int:
-    """The partition the official client picks for partition_key `key`."""
-    return (boost_hash(key.encode("utf-8")) & 0x7FFFFFFF) % num_partitions
+def java_string_hash(key: str) -> int:
+    """Java's String.hashCode() of key (UTF-16 code units), as a signed 32-bit value."""
+    h = 0
+    units = key.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def key_hash(key: str, scheme: HashingScheme = HashingScheme.BoostHash) -> int:
+    """The 31-bit hash scheme gives key."""
+    if scheme == HashingScheme.JavaStringHash:
+        return java_string_hash(key) & 0x7FFFFFFF
+    if scheme == HashingScheme.Murmur3_32Hash:
+        return mmh3.hash(key.encode("utf-8"), 0, signed=False) & 0x7FFFFFFF
+    return boost_hash(key.encode("utf-8")) & 0x7FFFFFFF
+
+
+def partition_for_key(key: str, num_partitions: int, scheme: HashingScheme = HashingScheme.BoostHash) -> int:
+    """The partition a producer with hashing scheme `scheme` picks for partition_key `key` (the
+    default: what the official Python client picks)."""
+    return key_hash(key, scheme) % num_partitions

@@ -58,6 +58,24 @@ class PartitionsRoutingMode(enum.IntEnum):
     RoundRobinDistribution = 1
 
 
+class HashingScheme(enum.IntEnum):
+    """How a producer picks the partition of a keyed message (the C++ client's HashingScheme
+    values; client.hashing): BoostHash (the official Python client's default), JavaStringHash (the
+    Java client's default), Murmur3_32Hash."""
+
+    BoostHash = 0
+    JavaStringHash = 1
+    Murmur3_32Hash = 2
+
+
+class SubscriptionMode(enum.IntEnum):
+    """Whether a consumer's subscription is kept (Java's SubscriptionMode): Durable (a cursor
+    kept on disk) or NonDurable (a cursor that lives with its consumers, as a reader's)."""
+
+    Durable = 0
+    NonDurable = 1
+
+
 class KeySharedMode(enum.IntEnum):
     """Key_Shared hash-range assignment (the protocol's KeySharedMode): AutoSplit (the broker
     splits the range) or Sticky (the consumer declares its ranges)."""

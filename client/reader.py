@@ -34,6 +34,11 @@ class Reader:
         """True when open and connected (every partition)."""
         return self._consumer.is_connected()
 
+    def has_reached_end_of_topic(self) -> bool:
+        """True once every partition was terminated and read to its end (Java's
+        Reader.hasReachedEndOfTopic; the official Python Reader has no such call)."""
+        return self._consumer.has_reached_end_of_topic()
+
     async def read_next(self, timeout_millis: int | None = None) -> Message:
         """The next message, waiting for one if none is queued.
 

@@ -1,8 +1,9 @@
 """The web service's authentication and authorization, as Pulsar's AuthenticationFilter and its
 admin resources' access checks.
 
-With authenticationEnabled every request but GET /metrics (unless authenticateMetricsEndpoint)
-must carry credentials a provider accepts: `Authorization: Bearer <token>`, or on the TLS web port
+With authenticationEnabled every request but GET /metrics (unless authenticateMetricsEndpoint) and
+the WebSocket API's upgrades (which check their own, broker/web/websocket/admission.py) must carry
+credentials a provider accepts: `Authorization: Bearer <token>`, or on the TLS web port
 a client certificate (its CN). Without them the answer is 401 {"reason": "Authentication
 required"}; why is logged, never the credentials.
 
@@ -58,6 +59,10 @@ def security_middleware(security: BrokerSecurity):
 
 
 def _public(request: web.Request, security: BrokerSecurity) -> bool:
+    """/metrics unless authenticateMetricsEndpoint; the WebSocket API's /ws/ paths, whose upgrades
+    authenticate themselves (broker/web/websocket/admission.py: the token query parameter too)."""
+    if request.path.startswith("/ws/"):
+        return True
     return request.path == "/metrics" and not security.config.authenticate_metrics_endpoint
 
 

@@ -4,6 +4,8 @@ It listens on bindAddress:webServicePort (0 picks a free port, as for brokerServ
 webServicePortTls with the broker's TLS context when that is set, and is started and stopped with
 the broker. Every route group registers itself in one RouteTable; the security middleware
 (broker/security/web.py) authenticates and authorizes requests when the broker's settings ask.
+With webSocketServiceEnabled the WebSocket API (broker/web/websocket) is served beside them, outside
+the OpenAPI document (its paths upgrade to sockets), authenticating its own upgrades.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from minipulsar.broker.web import (brokers, lookup, metrics, namespace_policies,
 from minipulsar.broker.web.context import BROKER
 from minipulsar.broker.web.errors import error_middleware
 from minipulsar.broker.web.routes import OBJECT, RouteTable
+from minipulsar.broker.web.websocket import service as websocket
 
 if TYPE_CHECKING:
     from minipulsar.broker.broker import Broker
@@ -61,6 +64,11 @@ class WebService:
         app[BROKER] = self.broker
         app[OPENAPI] = table.openapi("minipulsar admin API", __version__)
         table.register(app)
+        if self.broker.config.web_socket_service_enabled:
+            security = self.broker.security
+            websocket.add_routes(app, websocket.BrokerAccess(
+                self.broker.config, security.authentication, security.authorization,
+                security.broker_client_authentication(), lambda: self.broker.service_url))
         return app
 
     async def start(self) -> None:

@@ -20,7 +20,7 @@ from minipulsar.client.connection import ClientConnection
 from minipulsar.client.exceptions import (AlreadyClosed, ChecksumError, MessageTooBig, ProducerQueueIsFull, Timeout)
 from minipulsar.client.handler import HandlerBase
 from minipulsar.client.message_id import MessageId
-from minipulsar.client.options import BatchingType, CompressionType
+from minipulsar.client.options import BatchingType, CompressionType, HashingScheme
 from minipulsar.client.producer.batch import BatchContainer, OpSend, PendingMessage, build_batch, build_single
 from minipulsar.client.schema import BytesSchema, Schema
 from minipulsar.proto import PulsarApi_pb2 as api
@@ -51,6 +51,7 @@ class ProducerConfig:
     properties: dict[str, str] | None = None
     access_mode: int = api.Shared
     initial_subscription_name: str | None = None  # PRODUCER.initial_subscription_name (dead-letter topics)
+    hashing_scheme: HashingScheme = HashingScheme.BoostHash  # partition of a keyed message
 
 
 class PartitionProducer(HandlerBase):

@@ -54,7 +54,7 @@ class Producer:
         if num_partitions:
             self._impls = [PartitionProducer(client, partition_name(topic, i), conf, i) for i in range(num_partitions)]
             self._router = Router(routing_mode, num_partitions, conf.batching_enabled,
-                                  conf.batching_max_messages, conf.batching_max_publish_delay_ms)
+                                  conf.batching_max_messages, conf.batching_max_publish_delay_ms, conf.hashing_scheme)
         else:
             self._impls = [PartitionProducer(client, topic, conf)]
             self._router = None

@@ -1,6 +1,7 @@
 """Which partition a message goes to, as the official client decides.
 
-Keyed messages (non-empty partition_key): BoostHash(key) % partitions (client.hashing).
+Keyed messages (non-empty partition_key): hash(key) % partitions with the producer's hashing scheme
+(BoostHash unless asked otherwise; client.hashing).
 Others: RoundRobinDistribution cycles the partitions — one message at a time without batching, and
 with batching it stays on a partition for a whole batch window (batching_max_messages messages or
 batching_max_publish_delay_ms) so batches fill up; UseSinglePartition picks one random partition
@@ -12,13 +13,14 @@ import random
 import time
 
 from minipulsar.client.hashing import partition_for_key
-from minipulsar.client.options import PartitionsRoutingMode
+from minipulsar.client.options import HashingScheme, PartitionsRoutingMode
 
 
 class Router:
     def __init__(self, mode: PartitionsRoutingMode, num_partitions: int, batching: bool,
-                 batch_max_messages: int, batch_delay_ms: int):
+                 batch_max_messages: int, batch_delay_ms: int, hashing_scheme: HashingScheme = HashingScheme.BoostHash):
         self.mode = mode
+        self.hashing_scheme = hashing_scheme
         self.num_partitions = num_partitions
         self.batching = batching
         self.batch_max_messages = max(1, batch_max_messages)
@@ -30,7 +32,7 @@ class Router:
 
     def choose(self, partition_key: str | None) -> int:
         if partition_key:
-            return partition_for_key(partition_key, self.num_partitions)
+            return partition_for_key(partition_key, self.num_partitions, self.hashing_scheme)
         if self.mode == PartitionsRoutingMode.UseSinglePartition:
             return self._single
         if not self.batching:

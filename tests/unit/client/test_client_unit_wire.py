@@ -5,9 +5,9 @@ import pytest
 
 from minipulsar.client.consumer.acks import AckGroupingTracker, BatchAcker
 from minipulsar.client.consumer.payload import CorruptEntry, decode_entry
-from minipulsar.client.hashing import boost_hash, partition_for_key
+from minipulsar.client.hashing import boost_hash, java_string_hash, partition_for_key
 from minipulsar.client.message_id import MessageId
-from minipulsar.client.options import CompressionType, ConsumerKeySharedPolicy, KeySharedMode
+from minipulsar.client.options import CompressionType, ConsumerKeySharedPolicy, HashingScheme, KeySharedMode
 from minipulsar.client.producer.batch import PendingMessage, build_batch, build_single
 from minipulsar.client.exceptions import InvalidConfiguration
 from minipulsar.proto import PulsarApi_pb2 as api
@@ -52,6 +52,17 @@ def test_key_routing_matches_official_client(key, partition):
 def test_boost_hash_is_64_bit():
     assert 0 <= boost_hash(b"hello") < 1 << 64
     assert boost_hash(b"hello") != boost_hash(b"hellp")
+
+
+def test_java_hashing_schemes():
+    # Java: "hello".hashCode() == 99162322, "polygenelubricants".hashCode() == Integer.MIN_VALUE;
+    # "\u00e9\ud83d\ude00" hashes its UTF-16 code units (a surrogate pair counts twice).
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -(1 << 31)
+    assert java_string_hash("\u00e9\U0001f600") == (233 * 31 + 0xD83D) * 31 + 0xDE00
+    assert partition_for_key("polygenelubricants", 7, HashingScheme.JavaStringHash) == 0  # masked to 31 bits
+    # MurmurHash3 x86 32-bit, seed 0, of the UTF-8 bytes: "hello" is 0x248bfa47
+    assert partition_for_key("hello", 1 << 30, HashingScheme.Murmur3_32Hash) == 0x248BFA47 % (1 << 30)
 
 
 def test_compression_type_mirrors_the_protocol_enum():
