@@ -257,7 +257,7 @@ async def message_by_id(request: web.Request) -> web.Response:
     entry = await topic.ledger.read_entry(position)
     if entry is None:
         raise not_found(f"Message {position} not found in {topic.name}")
-    return _message_response(position, entry.data)
+    return message_response(position, entry.data)
 
 
 async def examine_message(request: web.Request) -> web.Response:
@@ -269,10 +269,10 @@ async def examine_message(request: web.Request) -> web.Response:
     if entry is None:
         raise not_found(f"Could not examine message {n} from the {'latest' if latest else 'earliest'} "
                         f"in {topic.name}: the topic has fewer messages")
-    return _message_response(position, entry.data)
+    return message_response(position, entry.data)
 
 
-def _message_response(position: Position, data: bytes) -> web.Response:
+def message_response(position: Position, data: bytes) -> web.Response:
     """The payload (decompressed) with the metadata as X-Pulsar-* headers, as Pulsar answers;
     RestError 404 when the metadata does not parse, 500 when the payload does not decompress."""
     try:

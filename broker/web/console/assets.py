@@ -1,0 +1,47 @@
+"""Serving the console's files: GET / answers index.html, GET /console/{file} the rest of static/.
+
+The files are public (no token is needed to load them: they hold no data), which
+broker/security/web.py asks is_asset_request about; every request they make for data goes through
+the REST API and its authentication. Responses carry Cache-Control: no-cache (a browser revalidates,
+so an upgraded broker serves its new console at once) and the index a Content-Security-Policy that
+allows scripts, styles, images and connections from this origin only.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp import web
+
+STATIC = Path(__file__).parent / "static"
+PREFIX = "/console/"
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+
+
+def register(app: web.Application) -> None:
+    """Add the console's routes to app (not to the OpenAPI document: they are not the admin API)."""
+    app.router.add_get("/", index)
+    app.router.add_get(PREFIX + "{name:[A-Za-z0-9_-]+\\.(?:js|css|svg)}", asset)
+
+
+def is_asset_request(request: web.Request) -> bool:
+    """A GET (or HEAD) of the console's own files: public, its data is not."""
+    return request.method in ("GET", "HEAD") and (request.path == "/" or request.path.startswith(PREFIX))
+
+
+async def index(request: web.Request) -> web.FileResponse:
+    return _file(STATIC / "index.html", {"Content-Security-Policy": CSP})
+
+
+async def asset(request: web.Request) -> web.FileResponse:
+    path = STATIC / request.match_info["name"]
+    if not path.is_file():
+        raise web.HTTPNotFound(reason=f"no console file {request.match_info['name']}")
+    return _file(path, {})
+
+
+def _file(path: Path, headers: dict[str, str]) -> web.FileResponse:
+    headers = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff",
+               "Content-Type": TYPES[path.suffix], **headers}
+    return web.FileResponse(path, headers=headers)
