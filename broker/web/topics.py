@@ -7,6 +7,8 @@ Pulsar's. Source: Pulsar PersistentTopicsBase, PersistentTopicInternalStats, Top
 """
 from __future__ import annotations
 
+import json
+
 from aiohttp import web
 
 from minipulsar.broker.topic_name import TopicName
@@ -284,6 +286,8 @@ def message_response(position: Position, data: bytes) -> web.Response:
     headers = {"X-Pulsar-Message-ID": position_text(position)}
     for item in metadata.properties:
         headers[f"X-Pulsar-PROPERTY-{item.key}"] = item.value
+    if metadata.properties:  # header names lose their case: the newer JSON form keeps the keys exact
+        headers["X-Pulsar-Property"] = json.dumps({item.key: item.value for item in metadata.properties})
     if metadata.HasField("publish_time"):
         headers["X-Pulsar-publish-time"] = date_text(metadata.publish_time)
     if metadata.HasField("event_time"):

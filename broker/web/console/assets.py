@@ -12,10 +12,15 @@ from pathlib import Path
 
 from aiohttp import web
 
+from minipulsar.broker.security.errors import AuthenticationFailedError
+from minipulsar.broker.security.tls_context import peer_certificate
+from minipulsar.broker.web.context import broker_of
+
 STATIC = Path(__file__).parent / "static"
 PREFIX = "/console/"
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+NO_CACHE = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
 TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
 
 
@@ -30,8 +35,24 @@ def is_asset_request(request: web.Request) -> bool:
     return request.method in ("GET", "HEAD") and (request.path == "/" or request.path.startswith(PREFIX))
 
 
-async def index(request: web.Request) -> web.FileResponse:
-    return _file(STATIC / "index.html", {"Content-Security-Policy": CSP})
+async def index(request: web.Request) -> web.Response:
+    """index.html, its data-auth telling the page whether to ask for a token first ("token") or
+    not ("none": authentication is off, or this request already authenticates, as a client
+    certificate on the TLS port does), so the page makes no request bound to fail."""
+    html = (STATIC / "index.html").read_text().replace('data-auth="none"', f'data-auth="{_auth_mode(request)}"', 1)
+    return web.Response(text=html, content_type="text/html", charset="utf-8",
+                        headers={"Content-Security-Policy": CSP, **NO_CACHE})
+
+
+def _auth_mode(request: web.Request) -> str:
+    authentication = broker_of(request).security.authentication
+    if authentication is None:
+        return "none"
+    try:
+        authentication.authenticate_http(request.headers, peer_certificate(request.transport))
+    except AuthenticationFailedError:
+        return "token"
+    return "none"
 
 
 async def asset(request: web.Request) -> web.FileResponse:
@@ -42,6 +63,4 @@ async def asset(request: web.Request) -> web.FileResponse:
 
 
 def _file(path: Path, headers: dict[str, str]) -> web.FileResponse:
-    headers = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff",
-               "Content-Type": TYPES[path.suffix], **headers}
-    return web.FileResponse(path, headers=headers)
+    return web.FileResponse(path, headers={**NO_CACHE, "Content-Type": TYPES[path.suffix], **headers})
