@@ -99,7 +99,9 @@ async def _publish(request: web.Request, name: TopicName, targets: list[TopicNam
     for index, data in enumerate(entries):
         target = targets[index % len(targets)]
         try:
-            topic = await broker.get_topic(target, create=False)
+            # a partition of an existing partitioned topic is created on first use, as for a producer
+            partition = target.partition_index >= 0
+            topic = await broker.get_topic(target, create=partition, explicit=partition)
             position = await topic.publish(data)
             results.append({"messageId": f"{position.ledger_id}:{position.entry_id}:{target.partition_index}",
                             "errorCode": 0})
