@@ -24,17 +24,12 @@ updateRates, StreamingStats, LocalBrokerData.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from minipulsar import __version__
-from minipulsar.broker.web.context import broker_of
-from minipulsar.broker.web.metrics import TopicSampler
+from minipulsar.broker.web.rate_sampler import RateSampler
 from minipulsar.broker.web.routes import OBJECT, RouteTable
-
-if TYPE_CHECKING:
-    from minipulsar.broker.broker import Broker
 
 FULL_BUNDLE = "0x00000000_0xffffffff"  # the one bundle range of every namespace here
 INDIVIDUAL_ACK_TYPES = ("Shared", "Key_Shared", "Key_Failover")  # Pulsar's Subscription.isIndividualAckMode
@@ -42,16 +37,19 @@ ZERO_USAGE = {"usage": 0.0, "limit": 0.0}  # Pulsar's ResourceUsage, unmeasured
 
 
 class BrokerStatsState:
-    """What the two paths keep between requests: each topic's rate sampler and the start time."""
+    """What the two paths keep between requests: the broker they read (the Broker, typed loosely so
+    this module stays out of the web service's import cycle with it), each topic's rate sampler and
+    the start time."""
 
-    def __init__(self):
-        self.samplers: dict[str, TopicSampler] = {}
+    def __init__(self, broker):
+        self.broker = broker
+        self.samplers: dict[str, RateSampler] = {}
         self.started_ms = int(time.time() * 1000)
 
-    def sampler(self, name: str) -> TopicSampler:
+    def sampler(self, name: str) -> RateSampler:
         found = self.samplers.get(name)
         if found is None:
-            found = self.samplers[name] = TopicSampler()
+            found = self.samplers[name] = RateSampler()
         return found
 
     def forget_except(self, names: set[str]) -> None:
@@ -62,9 +60,9 @@ class BrokerStatsState:
 STATE: web.AppKey[BrokerStatsState] = web.AppKey("broker_stats_state", BrokerStatsState)
 
 
-def attach(app: web.Application) -> None:
-    """Give the application its BrokerStatsState (the web service calls this when it starts)."""
-    app[STATE] = BrokerStatsState()
+def attach(app: web.Application, broker) -> None:
+    """Give the application its BrokerStatsState for broker (the web service calls this when it starts)."""
+    app[STATE] = BrokerStatsState(broker)
 
 
 def add_routes(table: RouteTable) -> None:
@@ -75,20 +73,19 @@ def add_routes(table: RouteTable) -> None:
 
 
 async def topics(request: web.Request) -> web.Response:
-    return web.json_response(all_topic_stats(broker_of(request), request.app[STATE]))
+    return web.json_response(all_topic_stats(request.app[STATE]))
 
 
 async def load_report(request: web.Request) -> web.Response:
-    broker = broker_of(request)
-    return web.json_response(local_broker_data(broker, all_topic_stats(broker, request.app[STATE]),
-                                               request.app[STATE].started_ms))
+    state = request.app[STATE]
+    return web.json_response(local_broker_data(state.broker, all_topic_stats(state), state.started_ms))
 
 
-def all_topic_stats(broker: "Broker", state: BrokerStatsState) -> dict:
+def all_topic_stats(state: BrokerStatsState) -> dict:
     """{namespace: {FULL_BUNDLE: {"persistent": {...}, "non-persistent": {...}}}}."""
     now = time.monotonic()
     tree: dict[str, dict] = {}
-    loaded = {**broker.topics, **broker.non_persistent_topics}
+    loaded = {**state.broker.topics, **state.broker.non_persistent_topics}
     for name, topic in list(loaded.items()):
         domains = tree.setdefault(topic.name.namespace_name, {FULL_BUNDLE: {"persistent": {}, "non-persistent": {}}})
         domains[FULL_BUNDLE][topic.name.domain][name] = topic_stats(topic, state.sampler(name), now)
@@ -96,7 +93,7 @@ def all_topic_stats(broker: "Broker", state: BrokerStatsState) -> dict:
     return tree
 
 
-def topic_stats(topic, sampler: TopicSampler, now: float) -> dict:
+def topic_stats(topic, sampler: RateSampler, now: float) -> dict:
     """One topic's streamed stats (PersistentTopic.updateRates' fields)."""
     msg_in, bytes_in = topic.msg_in_counter, topic.bytes_in_counter
     rate_in = sampler.rate(("in", "msgs"), msg_in, now)
@@ -128,7 +125,7 @@ def topic_stats(topic, sampler: TopicSampler, now: float) -> dict:
     return stats
 
 
-def _publisher(producer, sampler: TopicSampler, now: float) -> dict:
+def _publisher(producer, sampler: RateSampler, now: float) -> dict:
     own = producer.stats()
     rate = sampler.rate(("pub", producer.name, "msgs"), producer.msg_in, now)
     throughput = sampler.rate(("pub", producer.name, "bytes"), producer.bytes_in, now)
@@ -137,7 +134,7 @@ def _publisher(producer, sampler: TopicSampler, now: float) -> dict:
             "connectedSince": own["connectedSince"], "metadata": own["metadata"]}
 
 
-def _subscription(name: str, subscription, sampler: TopicSampler, now: float) -> dict:
+def _subscription(name: str, subscription, sampler: RateSampler, now: float) -> dict:
     consumers = [_consumer(name, c, subscription.type_name, sampler, now) for c in list(subscription.consumers)]
     stats = {
         "consumers": consumers,
@@ -156,7 +153,7 @@ def _subscription(name: str, subscription, sampler: TopicSampler, now: float) ->
     return stats
 
 
-def _consumer(subscription: str, consumer, sub_type: str, sampler: TopicSampler, now: float) -> dict:
+def _consumer(subscription: str, consumer, sub_type: str, sampler: RateSampler, now: float) -> dict:
     own = consumer.stats()
     key = ("consumer", subscription, id(consumer))
     stats = {"address": own["address"], "consumerName": own["consumerName"],
@@ -194,7 +191,7 @@ def _backlog_size(topic) -> int:
     return ledger.size_between(min(c.mark_delete_position for c in cursors), ledger.last_confirmed_position)
 
 
-def _replication(topic, sampler: TopicSampler, now: float) -> dict:
+def _replication(topic, sampler: RateSampler, now: float) -> dict:
     replication = getattr(topic, "replication", None)
     if replication is None:
         return {}
@@ -214,7 +211,7 @@ def _replication(topic, sampler: TopicSampler, now: float) -> dict:
     return answer
 
 
-def local_broker_data(broker: "Broker", tree: dict, started_ms: int) -> dict:
+def local_broker_data(broker, tree: dict, started_ms: int) -> dict:
     """Pulsar's LocalBrokerData, summed from the topic stats tree, plus startTimestamp."""
     totals = {"msgRateIn": 0.0, "msgRateOut": 0.0, "msgThroughputIn": 0.0, "msgThroughputOut": 0.0}
     topics = producers = consumers = 0

@@ -62,9 +62,9 @@ class WebService:
         app[BROKER] = self.broker
         app[OPENAPI] = table.openapi("minipulsar admin API", __version__)
         table.register(app)
-        broker_stats.attach(app)
+        broker_stats.attach(app, self.broker)
         if self.broker.config.web_console_enabled:
-            console.register(app)
+            console.register(app, self.broker.security)
         return app
 
     async def start(self) -> None:

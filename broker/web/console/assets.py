@@ -14,7 +14,6 @@ from aiohttp import web
 
 from minipulsar.broker.security.errors import AuthenticationFailedError
 from minipulsar.broker.security.tls_context import peer_certificate
-from minipulsar.broker.web.context import broker_of
 
 STATIC = Path(__file__).parent / "static"
 PREFIX = "/console/"
@@ -24,8 +23,15 @@ NO_CACHE = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
 TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
 
 
-def register(app: web.Application) -> None:
-    """Add the console's routes to app (not to the OpenAPI document: they are not the admin API)."""
+# The broker's BrokerSecurity (typed loosely: the console stays out of the web service's import
+# cycle with the Broker); index.html asks its authentication whether a token is needed.
+SECURITY: web.AppKey[object] = web.AppKey("console_security", object)
+
+
+def register(app: web.Application, security) -> None:
+    """Add the console's routes to app (not to the OpenAPI document: they are not the admin API);
+    security: the broker's BrokerSecurity."""
+    app[SECURITY] = security
     app.router.add_get("/", index)
     app.router.add_get(PREFIX + "{name:[A-Za-z0-9_-]+\\.(?:js|css|svg)}", asset)
 
@@ -45,7 +51,7 @@ async def index(request: web.Request) -> web.Response:
 
 
 def _auth_mode(request: web.Request) -> str:
-    authentication = broker_of(request).security.authentication
+    authentication = request.app[SECURITY].authentication
     if authentication is None:
         return "none"
     try:
