@@ -1,5 +1,6 @@
 // The console's shell: hash routes to views, a poller that refreshes the current view every
-// POLL_MS while the tab is visible, and the sign-in form when the broker asks for a token.
+// POLL_MS (or slower, on a broker whose answers take long) while the tab is visible, and the
+// sign-in form when the broker asks for a token.
 import {ApiError, setToken, token, tokenRequired} from "./api.js";
 import {h, fill} from "./dom.js";
 import * as namespace from "./namespace.js";
@@ -42,9 +43,12 @@ function route() {
   poll(current);
 }
 
-/** Refresh the view now and again POLL_MS after each refresh ends (never two at once). */
+/** Refresh the view now and again after each refresh ends (never two at once): POLL_MS later, or
+ *  ten times as long as the refresh took when that is longer, so a broker with many topics spends
+ *  at most a tenth of its time answering one console. */
 async function poll(state) {
   if (state !== current) return;
+  const started = performance.now();
   if (!document.hidden) {
     try {
       await state.view.refresh();
@@ -53,7 +57,8 @@ async function poll(state) {
       if (!(exc instanceof ApiError && exc.status === 401)) state.view.showError?.(exc);
     }
   }
-  if (state === current) state.timer = setTimeout(() => poll(state), POLL_MS);
+  const took = performance.now() - started;
+  if (state === current) state.timer = setTimeout(() => poll(state), Math.max(POLL_MS, 10 * took));
 }
 
 function stop() {
