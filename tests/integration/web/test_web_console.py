@@ -18,7 +18,7 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.helpers import rest_path, wait_for
-from tests.pki import token_settings
+from tests.pki import tls_settings, token_settings
 
 WAIT_SECONDS = 20
 
@@ -191,3 +191,17 @@ def test_web_console_enabled_false_leaves_it_out(broker_factory):
     assert requests.get(base + "/", timeout=10).status_code == 404
     assert requests.get(base + "/console/app.js", timeout=10).status_code == 404
     assert requests.get(base + "/admin/v2/tenants", timeout=10).json() == ["public", "pulsar"]
+
+
+def test_the_tls_web_port_serves_the_console_and_a_client_certificate_signs_in(broker_factory, pki, jwt_keys):
+    broker = broker_factory(**token_settings(
+        jwt_keys, authenticationProviders="org.apache.pulsar.broker.authentication.AuthenticationProviderTls,"
+                                          "org.apache.pulsar.broker.authentication.AuthenticationProviderToken",
+        authorizationEnabled="true", superUserRoles="admin"), **tls_settings(pki))
+    base = broker.broker.web_service_url_tls
+    anonymous = requests.get(base + "/", verify=str(pki.ca), timeout=10)
+    assert anonymous.status_code == 200 and 'data-auth="token"' in anonymous.text
+    with_certificate = requests.get(base + "/", verify=str(pki.ca), cert=(str(pki.admin.cert), str(pki.admin.key)),
+                                    timeout=10)
+    assert 'data-auth="none"' in with_certificate.text  # the certificate authenticates: no token asked for
+    assert requests.get(base + "/console/app.js", verify=str(pki.ca), timeout=10).status_code == 200
