@@ -42,6 +42,7 @@ class BrokerConfig:
     advertised_address: str = ""  # advertisedAddress; empty = bind address, or 127.0.0.1 for 0.0.0.0
     broker_service_port: int = 6650  # brokerServicePort
     web_service_port: int = 8080  # webServicePort
+    web_console_enabled: bool = True  # webConsoleEnabled (minipulsar's own): the web console at / of the web ports
     max_message_size: int = 5 * 1024 * 1024  # maxMessageSize (bytes)
     max_pending_publish_requests_per_connection: int = 1000  # maxPendingPublishRequestsPerConnection
     # maxMessagePublishBufferSizeInMB: SEND bytes held until durable, all connections together

@@ -1,15 +1,17 @@
 """The web service's authentication and authorization, as Pulsar's AuthenticationFilter and its
 admin resources' access checks.
 
-With authenticationEnabled every request but GET /metrics (unless authenticateMetricsEndpoint) and
-the WebSocket API's upgrades (which check their own, broker/web/websocket/admission.py) must carry
-credentials a provider accepts: `Authorization: Bearer <token>`, or on the TLS web port
+With authenticationEnabled every request but GET /metrics (unless authenticateMetricsEndpoint), the
+WebSocket API's upgrades (which check their own, broker/web/websocket/admission.py) and the web
+console's static files must carry credentials a provider accepts: `Authorization: Bearer <token>`,
+or on the TLS web port
 a client certificate (its CN). Without them the answer is 401 {"reason": "Authentication
 required"}; why is logged, never the credentials.
 
 With authorizationEnabled the role must also be allowed (403 otherwise), by path:
 - HTTP lookup and a topic's partition metadata (what a client with an http:// service URL asks):
   `produce` or `consume` on the topic;
+- the REST producer (POST /topics/...): `produce` on the topic;
 - a namespace's topic list: `consume` on the namespace;
 - creating, changing or deleting a tenant, and everything without a tenant in its path
   (clusters, brokers, the tenant list): super-users;
@@ -24,6 +26,7 @@ from aiohttp import web
 from minipulsar.broker.security.errors import AuthenticationFailedError
 from minipulsar.broker.security.service import BrokerSecurity
 from minipulsar.broker.security.tls_context import peer_certificate
+from minipulsar.broker.web.console import is_asset_request
 from minipulsar.broker.web.errors import RestError
 from minipulsar.broker.web.topic_path import topic_name
 
@@ -60,8 +63,9 @@ def security_middleware(security: BrokerSecurity):
 
 def _public(request: web.Request, security: BrokerSecurity) -> bool:
     """/metrics unless authenticateMetricsEndpoint; the WebSocket API's /ws/ paths, whose upgrades
-    authenticate themselves (broker/web/websocket/admission.py: the token query parameter too)."""
-    if request.path.startswith("/ws/"):
+    authenticate themselves (broker/web/websocket/admission.py: the token query parameter too);
+    the web console's own files (never its data)."""
+    if request.path.startswith("/ws/") or is_asset_request(request):
         return True
     return request.path == "/metrics" and not security.config.authenticate_metrics_endpoint
 
@@ -73,6 +77,8 @@ def access_denial(security: BrokerSecurity, request: web.Request, role: str) -> 
     pattern = info.route.resource.canonical if info.route.resource is not None else request.path
     if pattern.startswith("/lookup/v2/topic/") or (request.method == "GET" and pattern.endswith("/{topic}/partitions")):
         return None if authorization.can_lookup(topic_name(request), role) else "Client is not authorized to Lookup"
+    if pattern.startswith("/topics/"):  # the REST producer
+        return None if authorization.can_produce(topic_name(request), role) else "Client is not authorized to Produce"
     if request.method == "GET" and pattern == LIST_TOPICS:
         namespace = f"{info['tenant']}/{info['namespace']}"
         return None if authorization.can_list_topics(namespace, role) else NOT_TENANT_ADMIN

@@ -40,6 +40,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.samples import Sample
 
 from minipulsar.broker.web.context import broker_of
+from minipulsar.broker.web.rate_sampler import RateSampler
 from minipulsar.broker.web.routes import RouteTable
 
 if TYPE_CHECKING:
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
     from minipulsar.broker.topic import PersistentTopic
 
 CONTENT_TYPE = getattr(exposition, "CONTENT_TYPE_PLAIN_0_0_4", exposition.CONTENT_TYPE_LATEST)
-RATE_MIN_INTERVAL_SECONDS = 1.0  # a rate is recomputed once its previous sample is at least this old
 STATS_PERIOD_SECONDS = 60.0  # Pulsar's managedLedgerStatsPeriodSeconds: the window of the latency gauges
 LATENCY_SUFFIXES = ("le_0_5", "le_1", "le_5", "le_10", "le_20", "le_50", "le_100", "le_200", "le_1000", "overflow")
 REPLICATOR_NAME_DELIMITER = "-->"  # Pulsar REPL_PRODUCER_NAME_DELIMITER: <prefix>.<from>--><to>
@@ -228,36 +228,15 @@ class Families:
         return list(self._families.values())
 
 
-class TopicSampler:
-    """What a topic's counters were at earlier scrapes: rates come from their deltas, and the latency
-    gauges from the write latency buckets' growth over the last completed stats period."""
+class TopicSampler(RateSampler):
+    """What a topic's counters were at earlier scrapes: rates come from their deltas (RateSampler),
+    and the latency gauges from the write latency buckets' growth over the last completed stats period."""
 
     def __init__(self):
-        self._rates: dict[tuple, tuple[float, int, float]] = {}  # key -> (when, value, rate)
-        self._touched: set[tuple] = set()
+        super().__init__()
         self._window_start = 0.0
         self._window_base: tuple[tuple[int, ...], int] | None = None  # (counts, sum) at its start
         self.last_window: tuple[tuple[int, ...], int] = ((0,) * len(LATENCY_SUFFIXES), 0)
-
-    def rate(self, key: tuple, value: int, now: float) -> float:
-        """Per second growth of the counter `key` (value: its current reading)."""
-        self._touched.add(key)
-        last = self._rates.get(key)
-        if last is None:
-            self._rates[key] = (now, value, 0.0)
-            return 0.0
-        then, before, rate = last
-        if now - then >= RATE_MIN_INTERVAL_SECONDS:
-            grown = value - before if value >= before else value  # a counter that restarted counts from 0
-            rate = grown / (now - then)
-            self._rates[key] = (now, value, rate)
-        return rate
-
-    def forget_untouched(self) -> None:
-        """Drop the counters of subscriptions, producers and replicators that are gone."""
-        for key in self._rates.keys() - self._touched:
-            del self._rates[key]
-        self._touched.clear()
 
     def latency_window(self, counts: tuple[int, ...], sum_usec: int, now: float) -> tuple[tuple[int, ...], int]:
         """(counts, sum) added during the last completed stats period (zeros before the first)."""

@@ -2,7 +2,7 @@
 
 It listens on bindAddress:webServicePort (0 picks a free port, as for brokerServicePort), and on
 webServicePortTls with the broker's TLS context when that is set, and is started and stopped with
-the broker. Every route group registers itself in one RouteTable; the security middleware
+the broker. The web console (broker/web/console) is served at / unless webConsoleEnabled is false. Every route group registers itself in one RouteTable; the security middleware
 (broker/security/web.py) authenticates and authorizes requests when the broker's settings ask.
 With webSocketServiceEnabled the WebSocket API (broker/web/websocket) is served beside them, outside
 the OpenAPI document (its paths upgrade to sockets), authenticating its own upgrades.
@@ -17,8 +17,8 @@ from aiohttp import web
 from minipulsar import __version__
 from minipulsar.broker.config import PORT_OFF
 from minipulsar.broker.security.web import security_middleware
-from minipulsar.broker.web import (brokers, lookup, metrics, namespace_policies, permissions, schemas, subscriptions,
-                                  tenants, topics)
+from minipulsar.broker.web import (broker_stats, brokers, console, lookup, metrics, namespace_policies, permissions,
+                                  rest_producer, schemas, subscriptions, tenants, topics)
 from minipulsar.broker.web.context import BROKER
 from minipulsar.broker.web.errors import error_middleware
 from minipulsar.broker.web.routes import OBJECT, RouteTable
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ROUTE_GROUPS = (lookup, brokers, tenants, namespace_policies, topics, subscriptions, schemas, metrics, permissions)
+ROUTE_GROUPS = (lookup, brokers, tenants, namespace_policies, topics, subscriptions, schemas, metrics, permissions,
+                broker_stats, rest_producer)
 
 
 def route_table() -> RouteTable:
@@ -69,6 +70,9 @@ class WebService:
             websocket.add_routes(app, websocket.BrokerAccess(
                 self.broker.config, security.authentication, security.authorization,
                 security.broker_client_authentication(), lambda: self.broker.service_url))
+        broker_stats.attach(app, self.broker)
+        if self.broker.config.web_console_enabled:
+            console.register(app, self.broker.security)
         return app
 
     async def start(self) -> None:

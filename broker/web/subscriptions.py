@@ -1,9 +1,9 @@
 """Subscriptions: /admin/v2/persistent/{tenant}/{namespace}/{topic}/subscription[s]...
 
-List, create at a position, delete (412 while consumers are connected unless force=true), reset
-the cursor to a publish time or a message id, skip n messages, skip all (clear the backlog), expire
+List, create at a position, delete (412 while consumers are connected unless force=true), peek at
+the n-th message after the mark-delete position, reset the cursor to a publish time or a message id, skip n messages, skip all (clear the backlog), expire
 messages older than n seconds, and PIP-33's replicated-subscription flag. Source: Pulsar
-PersistentTopicsBase (internalCreateSubscription, internalResetCursor, internalSkipMessages,
+PersistentTopicsBase (internalCreateSubscription, internalPeekNthMessage, internalResetCursor, internalSkipMessages,
 internalExpireMessagesForSinglePartition, internalSetReplicatedSubscriptionStatus).
 """
 from __future__ import annotations
@@ -18,7 +18,8 @@ from minipulsar.broker.web.context import broker_of, json_body, no_content, quer
 from minipulsar.broker.web.errors import bad_request, conflict, not_found
 from minipulsar.broker.web.routes import STRING_LIST, Query, RouteTable
 from minipulsar.broker.web.topic_path import topic_name
-from minipulsar.broker.web.topics import BASE, FORCE, MESSAGE_ID, int_param, loaded_topic, stored_topic
+from minipulsar.broker.web.topics import (BASE, BINARY, FORCE, MESSAGE_ID, int_param, loaded_topic, message_response,
+                                          stored_topic)
 from minipulsar.storage import Position
 
 SUB = BASE + "/subscription/{subscription}"
@@ -38,6 +39,9 @@ def add_routes(table: RouteTable) -> None:
               body=MESSAGE_ID, status=204)
     table.add("POST", SUB + "/skip/{numMessages}", skip, "acknowledge the next n messages", "subscriptions",
               status=204)
+    table.add("GET", SUB + "/position/{messagePosition}", peek,
+              "the n-th message after the mark-delete position (peek; 1 for the first)", "subscriptions",
+              response=BINARY)
     table.add("POST", SUB + "/skip_all", skip_all, "acknowledge everything (clear the backlog)", "subscriptions",
               status=204)
     table.add("POST", SUB + "/expireMessages/{expireTimeInSeconds}", expire,
@@ -115,6 +119,27 @@ async def skip(request: web.Request) -> web.Response:
     subscription = await _subscription(request)
     subscription.skip_entries(int_param(request.match_info["numMessages"], "numMessages", minimum=0))
     return no_content()
+
+
+async def peek(request: web.Request) -> web.Response:
+    """Pulsar's peekNthMessage: the n-th entry after the mark-delete position, skipping the entries
+    acknowledged individually, with the headers of GET .../ledger/{l}/entry/{e}; 404 past the end."""
+    subscription = await _subscription(request)
+    n = int_param(request.match_info["messagePosition"], "messagePosition", minimum=1)
+    cursor = subscription.cursor
+    last = subscription.topic.ledger.last_confirmed_position
+    position, seen = cursor.mark_delete_position, 0
+    while seen < n:
+        position = cursor.next_valid_position(position)
+        if position > last:
+            raise not_found(f"Could not find the message at position {n} of subscription {subscription.name}: "
+                            f"it has fewer messages")
+        if not cursor.is_deleted(position):
+            seen += 1
+    entry = await subscription.topic.ledger.read_entry(position)
+    if entry is None:
+        raise not_found(f"Message {position} not found in {subscription.topic.name}")
+    return message_response(position, entry.data)
 
 
 async def skip_all(request: web.Request) -> web.Response:

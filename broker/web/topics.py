@@ -7,6 +7,8 @@ Pulsar's. Source: Pulsar PersistentTopicsBase, PersistentTopicInternalStats, Top
 """
 from __future__ import annotations
 
+import json
+
 from aiohttp import web
 
 from minipulsar.broker.topic_name import TopicName
@@ -257,7 +259,7 @@ async def message_by_id(request: web.Request) -> web.Response:
     entry = await topic.ledger.read_entry(position)
     if entry is None:
         raise not_found(f"Message {position} not found in {topic.name}")
-    return _message_response(position, entry.data)
+    return message_response(position, entry.data)
 
 
 async def examine_message(request: web.Request) -> web.Response:
@@ -269,10 +271,10 @@ async def examine_message(request: web.Request) -> web.Response:
     if entry is None:
         raise not_found(f"Could not examine message {n} from the {'latest' if latest else 'earliest'} "
                         f"in {topic.name}: the topic has fewer messages")
-    return _message_response(position, entry.data)
+    return message_response(position, entry.data)
 
 
-def _message_response(position: Position, data: bytes) -> web.Response:
+def message_response(position: Position, data: bytes) -> web.Response:
     """The payload (decompressed) with the metadata as X-Pulsar-* headers, as Pulsar answers;
     RestError 404 when the metadata does not parse, 500 when the payload does not decompress."""
     try:
@@ -284,6 +286,8 @@ def _message_response(position: Position, data: bytes) -> web.Response:
     headers = {"X-Pulsar-Message-ID": position_text(position)}
     for item in metadata.properties:
         headers[f"X-Pulsar-PROPERTY-{item.key}"] = item.value
+    if metadata.properties:  # header names lose their case: the newer JSON form keeps the keys exact
+        headers["X-Pulsar-Property"] = json.dumps({item.key: item.value for item in metadata.properties})
     if metadata.HasField("publish_time"):
         headers["X-Pulsar-publish-time"] = date_text(metadata.publish_time)
     if metadata.HasField("event_time"):

@@ -46,6 +46,7 @@ def test_wheel_holds_every_module_of_every_room(wheel: Path):
     assert expected - names == set()
     assert "minipulsar/proto/PulsarApi.proto" in names
     assert "minipulsar/broker/pulsar_config_keys.txt" in names  # package data read at start-up
+    assert {"minipulsar/broker/web/console/static/index.html", "minipulsar/broker/web/console/static/app.js"} <= names
     assert not any(name.startswith("minipulsar/proto/regenerate") for name in names)  # a developer tool
 
 

@@ -1,18 +1,15 @@
 """Fixtures of the WebSocket API's tests: a broker with token authentication and authorization whose
 WebSocket service has a super-user's credentials (secure_broker), and a headless Chromium driven by
-Selenium (browser). Debian's chromium and chromium-driver must be installed (.ci/run installs them);
-without them the browser tests fail, naming what is missing."""
+Selenium (browser, tests/browser.py)."""
 from __future__ import annotations
-
-import shutil
 
 import pytest
 
+from tests.browser import start_browser
 from tests.pki import TOKEN_PROVIDER, token_settings
 
 TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
 TLS_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 
 @pytest.fixture
@@ -32,18 +29,8 @@ def secure_broker(broker_factory, jwt_keys, make_token):
 
 @pytest.fixture(scope="session")
 def browser():
-    """A headless Chromium (Selenium WebDriver), shared by the session's browser tests."""
-    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if shutil.which(path) is None]
-    if missing:
-        pytest.fail(f"the browser tests need Debian's chromium and chromium-driver ({', '.join(missing)} missing): "
-                    "apt-get install chromium chromium-driver", pytrace=False)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    """A headless Chromium (tests/browser.py), shared by the session's WebSocket browser tests (one
+    of them is refused on purpose, so the browser's console is not checked here)."""
+    driver = start_browser()
     yield driver
     driver.quit()
