@@ -131,9 +131,9 @@ def check_ledger_recovery(folder: str, files: dict[str, bytes]) -> None:
     for name, data in files.items():
         with open(os.path.join(folder, name), "wb") as f:
             f.write(data)
-    ledgers, new_id, fd = recovery.recover_ledgers(folder, sync=False)
-    os.close(fd)
+    ledgers, new_id = recovery.recover_ledgers(folder, sync=False)
     assert all(idx.ledger_id < new_id for idx in ledgers)
+    assert os.path.exists(segment.segment_path(folder, new_id))  # the new ledger's segment is there
     for idx in ledgers:
         _read_every_entry(folder, idx, must_read=False)
 
