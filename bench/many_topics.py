@@ -2,7 +2,7 @@
 
     python bench/many_topics.py                           # 1, 100, 1000 topics, unbatched, 2 rounds
     python bench/many_topics.py --topics 1 100 1000 10000 --batched --rounds 2
-    python bench/many_topics.py --partitions 1000         # one partitioned topic of 1,000 partitions
+    python bench/many_topics.py --partitions 1000 --brokers minipulsar  # one topic of 1,000 partitions
     python bench/many_topics.py --paced 10 --topics 1000  # 1,000 topics x 10 msg/s each: latency only
 
 One official client, one producer per topic (or one partitioned producer), every topic with a
@@ -27,6 +27,7 @@ import uuid
 from pathlib import Path
 
 import pulsar
+import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from perf_compare import minipulsar, pulsar_lite  # noqa: E402  (bench/ is not a package)
@@ -69,24 +70,28 @@ class Sender:
             time.sleep(0.01)  # polling the callbacks' count, bounded by the deadline
 
 
-def producers_for(client, args) -> list:
+def producers_for(client, url, args) -> list:
     base = f"persistent://public/default/many-{uuid.uuid4().hex[:8]}"
     batching = dict(batching_enabled=args.batched, batching_max_publish_delay_ms=1, block_if_queue_full=True,
                     max_pending_messages=args.window)
     if args.partitions:
-        client.subscribe(base, "durable").close()  # the partitioned topic is created by the admin call below
-        return [client.create_producer(base, **batching)]
+        create_partitioned(url.web, base.rsplit("/", 1)[1], args.partitions)
+        client.subscribe(base, "durable").close()  # a durable subscription on every partition
+        return [client.create_producer(base, message_routing_mode=pulsar.PartitionsRoutingMode.RoundRobinDistribution,
+                                       **batching)]
     names = [f"{base}-{i}" for i in range(args.current_topics)]
     for name in names:
         client.subscribe(name, "durable").close()  # a durable subscription on every topic
     return [client.create_producer(name, **batching) for name in names]
 
 
-def create_partitioned(url: str, web: str | None, args) -> None:
-    """PUT the partitioned metadata (both brokers serve Pulsar's admin path)."""
-    import requests
-    requests.put(f"{web}/admin/v2/persistent/public/default/{args.partitioned_name}/partitions",
-                 json=args.partitions, timeout=30).raise_for_status()
+def create_partitioned(web: str | None, name: str, partitions: int) -> None:
+    """PUT the partitioned topic's metadata through Pulsar's admin API."""
+    if web is None:
+        raise SystemExit("--partitions needs a broker with Pulsar's admin API (pulsar-lite has none): "
+                         "run it with --brokers minipulsar")
+    requests.put(f"{web}/admin/v2/persistent/public/default/{name}/partitions", json=partitions,
+                 timeout=60).raise_for_status()
 
 
 def cpu_seconds(pid: int) -> float:
@@ -99,7 +104,7 @@ def cpu_seconds(pid: int) -> float:
 def throughput(url, args) -> dict:
     client = pulsar.Client(url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
-        producers = producers_for(client, args)
+        producers = producers_for(client, url, args)
         sender = Sender(args.window)
         payload = b"x" * args.size
         cpu0, start = cpu_seconds(url.pid), time.perf_counter()
@@ -117,7 +122,7 @@ def throughput(url, args) -> dict:
 def paced(url: str, args) -> dict:
     client = pulsar.Client(url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
-        producers = producers_for(client, args)
+        producers = producers_for(client, url, args)
         sender = Sender(args.window)
         payload = b"x" * args.size
         total = int(args.paced * len(producers) * args.seconds)

@@ -70,13 +70,15 @@ Results = dict[tuple[str, str], list]
 
 
 class BrokerURL(str):
-    """A broker's service URL that also carries the broker's process id (for /proc figures)."""
+    """A broker's service URL that also carries the broker's process id (for /proc figures) and its
+    web service URL (None for a broker without Pulsar's admin API)."""
 
     pid: int
+    web: str | None
 
-    def __new__(cls, url: str, pid: int) -> "BrokerURL":
+    def __new__(cls, url: str, pid: int, web: str | None = None) -> "BrokerURL":
         self = super().__new__(cls, url)
-        self.pid = pid
+        self.pid, self.web = pid, web
         return self
 
 
@@ -117,7 +119,7 @@ def minipulsar(batching: bool, args, workdir: str) -> Iterator[BrokerURL]:
     # journalSyncData explicit, so a changed default cannot quietly turn the comparison into one without fsync.
     with BrokerProcess(Path(workdir) / "data", {"journalSyncData": "true"}, log_path=Path(workdir) / "minipulsar.log",
                        log_level="WARNING", cwd=workdir) as broker:
-        yield BrokerURL(broker.service_url, broker.pid)
+        yield BrokerURL(broker.service_url, broker.pid, broker.web_service_url)
 
 
 @contextmanager
