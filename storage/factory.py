@@ -59,6 +59,15 @@ def make_dirs_durably(path: str) -> None:
         fsync_dir(os.path.dirname(folder))
 
 
+def sync_ancestors(path: str) -> None:
+    """fsync every directory from path's parent up to the root: path's own entry, and every
+    entry above it, become durable (once, at start: a few system calls)."""
+    path = os.path.abspath(path)
+    while (parent := os.path.dirname(path)) != path:
+        fsync_dir(parent)
+        path = parent
+
+
 def encode_name(name: str) -> str:
     """Map a ledger name to a single safe folder name (reversible through the NAME file)."""
     folder = quote(name, safe="-_~").replace(".", "%2E")
@@ -97,6 +106,7 @@ class ManagedLedgerFactory:
         the data dir, OSError when it cannot be created or the journal not read back."""
         make_dirs_durably(self.ledgers_dir)
         make_dirs_durably(self.journal_dir)
+        sync_ancestors(self.data_dir)  # a data dir an operator made just now is not durable yet
         fd = os.open(os.path.join(self.data_dir, "LOCK"), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
