@@ -38,6 +38,7 @@ from minipulsar.broker.replication import ReplicationClients
 from minipulsar.broker.replication.misdirection import warn_if_advertised_loopback
 from minipulsar.broker.schema_registry import SchemaRegistry
 from minipulsar.broker.security.service import BrokerSecurity
+from minipulsar.broker.stats_rates import update_rates
 from minipulsar.broker.topic import PersistentTopic
 from minipulsar.broker.topic_admin import TopicAdmin
 from minipulsar.broker.topic_context import TopicContext
@@ -169,6 +170,8 @@ class Broker:
                                          self.compact_topics_over_threshold, "compaction threshold")),
             loop.create_task(self._every(lambda: self.config.broker_delete_inactive_topics_frequency_seconds,
                                          self.inactive_topics.check, "inactive topics")),
+            loop.create_task(self._every(lambda: self.config.stats_update_frequency_in_secs,
+                                         self.update_stats_rates, "stats rates")),
         ]
         warn_if_advertised_loopback(self.config, self.replication.peers())
         await self.load_replicated_topics()
@@ -245,6 +248,11 @@ class Broker:
                 await check()
             except Exception:  # one bad topic must not end the checks for good
                 log.exception("%s check failed", what)
+
+    async def update_stats_rates(self) -> None:
+        """The stats timer (Pulsar's BrokerService.updateRates): every loaded topic's producers,
+        consumers, subscriptions and replicators compute their rates over the last interval."""
+        update_rates(itertools.chain(self.topics.values(), self.non_persistent_topics.values()))
 
     async def expire_messages_by_ttl(self) -> int:
         """Acknowledge, on every subscription of every loaded topic whose namespace has a message

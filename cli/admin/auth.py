@@ -5,6 +5,8 @@ by `minipulsar admin` and `minipulsar client`.
     --auth-plugin org.apache.pulsar.client.impl.auth.AuthenticationToken --auth-params file:///path/to/token
     --auth-plugin org.apache.pulsar.client.impl.auth.AuthenticationTls
         --auth-params tlsCertFile:/c.pem,tlsKeyFile:/k.pem
+    --auth-plugin org.apache.pulsar.client.impl.auth.AuthenticationBasic
+        --auth-params '{"userId":"alice","password":"secret"}'
 """
 from __future__ import annotations
 
