@@ -61,17 +61,17 @@ class AbstractTopic:
         of publishers), out-rates over subscriptions and replicators, counters since load."""
         publishers = [p.stats() for p in self.producers.values()]
         subscriptions = {name: s.stats() for name, s in self.subscriptions.items()}
-        rate_in = sum(p["msgRateIn"] for p in publishers)
-        throughput_in = sum(p["msgThroughputIn"] for p in publishers)
+        rate_in = sum((p["msgRateIn"] for p in publishers), 0.0)
+        throughput_in = sum((p["msgThroughputIn"] for p in publishers), 0.0)
         prefix = self.context.replicator_prefix + "."
         _add_inbound_replication(publishers, replication, prefix)
         return {
             "msgRateIn": rate_in,
             "msgThroughputIn": throughput_in,
-            "msgRateOut": sum(s["msgRateOut"] for s in subscriptions.values())
-            + sum(r["msgRateOut"] for r in replication.values()),
-            "msgThroughputOut": sum(s["msgThroughputOut"] for s in subscriptions.values())
-            + sum(r["msgThroughputOut"] for r in replication.values()),
+            "msgRateOut": sum((s["msgRateOut"] for s in subscriptions.values()), 0.0)
+            + sum((r["msgRateOut"] for r in replication.values()), 0.0),
+            "msgThroughputOut": sum((s["msgThroughputOut"] for s in subscriptions.values()), 0.0)
+            + sum((r["msgThroughputOut"] for r in replication.values()), 0.0),
             "bytesInCounter": self.bytes_in_counter,
             "msgInCounter": self.msg_in_counter,
             "bytesOutCounter": sum(s["bytesOutCounter"] for s in subscriptions.values()) + self._removed_bytes_out,

@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import itertools
 import logging
+import time
 from pathlib import Path
 
 from minipulsar.broker.background import BackgroundTasks
@@ -131,6 +132,7 @@ class Broker:
     # ---- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
         """Take the data dir, load metadata, listen; raises DataDirLockedError, OSError (port in use)."""
+        started = time.monotonic()
         await self.factory.start()
         try:
             self.metadata.load()
@@ -179,6 +181,10 @@ class Broker:
         log.info("minipulsar broker listening on %s:%s (advertised %s), data dir %s",
                  self.config.bind_address, port, self.service_url,
                  Path(self.config.data_dir).resolve())
+        # Pulsar's PulsarService line, which Testcontainers modules and scripts wait for
+        log.info("messaging service is ready, bootstrap_seconds=%.3f, bootstrap service port = %s, broker url= %s, "
+                 "cluster=%s", time.monotonic() - started, self.web.port or self.web.port_tls, self.service_url,
+                 self.config.cluster_name)
 
     async def _start_tls_listener(self) -> None:
         """Listen on brokerServicePortTls when set; LOOKUP then also answers its pulsar+ssl:// URL."""

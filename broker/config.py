@@ -125,6 +125,7 @@ class BrokerConfig:
     enable_non_persistent_topics: bool = True  # enableNonPersistentTopics
     expose_topic_level_metrics_in_prometheus: bool = True  # exposeTopicLevelMetricsInPrometheus (false: per namespace)
     stats_update_frequency_in_secs: int = 60  # statsUpdateFrequencyInSecs: the interval topic stats' rates cover
+    running_standalone: bool = False  # Pulsar's runningStandalone: set by `minipulsar standalone` (lookups)
     # ---- security: authentication, authorization, TLS (broker/security/, docs/security.md) ----
     authentication_enabled: bool = False  # authenticationEnabled
     authentication_providers: str = ""  # authenticationProviders: Pulsar provider class names, comma-separated

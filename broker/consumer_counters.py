@@ -43,12 +43,12 @@ class ConsumerCounters:
         for consumer in self.consumers:
             flow, sent, acked = map(max, (flow, sent, acked), _latest(consumer))
         return {
-            "msgRateOut": sum(r[0] for r in rates),
-            "msgThroughputOut": sum(r[1] for r in rates),
+            "msgRateOut": sum((r[0] for r in rates), 0.0),
+            "msgThroughputOut": sum((r[1] for r in rates), 0.0),
             "bytesOutCounter": self.bytes_out_counter,
             "msgOutCounter": self.msg_out_counter,
-            "msgRateRedeliver": sum(r[2] for r in rates),
-            "messageAckRate": sum(r[3] for r in rates),
+            "msgRateRedeliver": sum((r[2] for r in rates), 0.0),
+            "messageAckRate": sum((r[3] for r in rates), 0.0),
             "lastConsumedFlowTimestamp": flow,
             "lastConsumedTimestamp": sent,
             "lastAckedTimestamp": acked,

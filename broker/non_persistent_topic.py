@@ -218,5 +218,5 @@ class NonPersistentTopic(AbstractTopic):
     def stats(self) -> dict:
         """Pulsar NonPersistentTopicStats (broker/stats_shapes.py, plus msgDropRate)."""
         stats = {**TOPIC_ZERO, **self.traffic_stats({})}
-        stats["msgDropRate"] = sum(s["msgDropRate"] for s in stats["subscriptions"].values())
+        stats["msgDropRate"] = sum((s["msgDropRate"] for s in stats["subscriptions"].values()), 0.0)
         return stats

@@ -5,7 +5,7 @@ line, so a `-Dname=value` in any of them is a system property of the broker (Pul
 `-Dpulsar.auth.basic.conf=...` that way). minipulsar has no JVM: it reads the same variables
 from its environment. Only the properties the broker honours are looked up
 (`pulsar.auth.basic.conf`, broker/security/basic_provider.py); every other option in these
-variables is a JVM option with no meaning here (`minipulsar.cli.pulsar_tools` reports them once).
+variables is a JVM option with no meaning here (`minipulsar broker` and `standalone` report them in one INFO line).
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import shlex
 from typing import Mapping
 
 JVM_OPTION_VARIABLES = ("PULSAR_MEM", "PULSAR_GC", "PULSAR_EXTRA_OPTS")
+HONOURED_PROPERTIES = ("pulsar.auth.basic.conf",)  # the -D properties the broker reads
 
 
 def jvm_options(environ: Mapping[str, str] = os.environ) -> list[str]:
