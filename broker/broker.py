@@ -48,6 +48,7 @@ from minipulsar.broker.web.server import WebService
 from minipulsar.storage import ManagedLedgerFactory
 
 log = logging.getLogger(__name__)
+DEFAULT_NAMESPACE = "public/default"
 
 
 class Broker:
@@ -185,6 +186,11 @@ class Broker:
         log.info("messaging service is ready, bootstrap_seconds=%.3f, bootstrap service port = %s, broker url= %s, "
                  "cluster=%s", time.monotonic() - started, self.web.port or self.web.port_tls, self.service_url,
                  self.config.cluster_name)
+        # Pulsar's standalone sets public/default's policies (its replication clusters) once its
+        # broker is up and logs this line, which Testcontainers' Go module and many set-ups wait for;
+        # here public/default's policies were loaded (or created) above.
+        if self.namespaces.exists(DEFAULT_NAMESPACE):
+            log.info("Successfully updated the policies on namespace %s", DEFAULT_NAMESPACE)
 
     async def _start_tls_listener(self) -> None:
         """Listen on brokerServicePortTls when set; LOOKUP then also answers its pulsar+ssl:// URL."""

@@ -81,6 +81,7 @@ def test_default_command_is_pulsar_standalone_as_uid_10000(image):
         logs = container.logs()
         assert "HTTP Service started at http://0.0.0.0:8080" in logs
         assert logs.index("HTTP Service started at") < logs.index(READY)
+        assert "Successfully updated the policies on namespace public/default" in logs  # the Go module waits for it
         print(f"docker run to '{READY}': {seconds:.2f} s")
         assert container.rest("/clusters") == ["standalone"]
         assert container.exec("id", "-u").strip() == "10000" and container.exec("pwd").strip() == "/pulsar"

@@ -21,7 +21,9 @@ from minipulsar.launcher import free_port
 from tests import ROOT
 from tests.helpers import wait_for
 
-READY_LINES = ("HTTP Service started at http://", "messaging service is ready")
+# Pulsar's lines that Testcontainers modules and scripts wait for
+READY_LINES = ("HTTP Service started at http://", "messaging service is ready",
+               "Successfully updated the policies on namespace public/default")
 
 
 @pytest.fixture
