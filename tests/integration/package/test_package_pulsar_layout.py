@@ -2,7 +2,7 @@
 the checkout's minipulsar, so it is checked without a Docker engine: bin/apply-config-from-env.py's
 rules, `bin/pulsar standalone` printing Pulsar's readiness lines on stdout, bin/pulsar-admin,
 bin/pulsar-client and bin/pulsar tokens reading conf/client.conf, bin/pulsar-daemon start and stop.
-(tests/e2e/package/test_image.py runs the same tools in the built image.)"""
+(tests/e2e/package/test_package_image.py runs the same tools in the built image.)"""
 from __future__ import annotations
 
 import json
