@@ -5,29 +5,11 @@ except under CI=true, where a missing image fails them (CI built it, or means to
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 
 import pytest
 
 from minipulsar import __version__
-
-
-def docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
-    """The docker CLI; raises AssertionError with its stderr when check and it fails."""
-    result = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
-    if check:
-        assert result.returncode == 0, f"docker {' '.join(args)}: {result.stderr.strip()}"
-    return result
-
-
-def engine_available() -> bool:
-    if shutil.which("docker") is None:
-        return False
-    try:
-        return docker("info", check=False, timeout=30).returncode == 0
-    except subprocess.TimeoutExpired:
-        return False
+from tests.e2e.package.containers import docker, engine_available
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import urllib.request
 import pulsar
 import pytest
 
-from tests.e2e.package.conftest import docker
+from tests.e2e.package.containers import docker
 from tests.helpers import wait_for
 
 READY = "messaging service is ready"
