@@ -55,10 +55,5 @@ class ConsumerCounters:
         }
 
 
-def present(fields: dict) -> dict:
-    """fields without those that are None: Pulsar's JSON leaves null fields out."""
-    return {key: value for key, value in fields.items() if value is not None}
-
-
 def _latest(consumer) -> tuple[int, int, int]:
     return consumer.last_flow_ms, consumer.last_sent_ms, consumer.last_acked_ms

@@ -4,7 +4,8 @@ Pulsar 4.x's admin API answers and its zero value.
 Each object's stats() starts from these dicts and fills what minipulsar knows, so a field it
 cannot fill still carries Pulsar's zero value (docs/compatibility.md lists them); fields Pulsar
 leaves null (activeConsumerName without an active consumer, topicEpoch before any exclusive
-producer) are left out, as Pulsar's JSON leaves them out. Units are Pulsar's: rates in msg/s and
+producer) are None in-process and left out of the REST answers (without_nulls), as Pulsar's JSON
+leaves them out. Units are Pulsar's: rates in msg/s and
 bytes/s over the last statsUpdateFrequencyInSecs interval (broker/stats_rates.py), counters since
 the topic loaded, sizes in bytes, timestamps in ms since the epoch.
 Source: Pulsar TopicStatsImpl, SubscriptionStatsImpl, ConsumerStatsImpl, PublisherStatsImpl,
@@ -65,6 +66,17 @@ REPLICATOR_ZERO = {
     "msgOutCount": 0, "msgThroughputOut": 0.0, "bytesOutCount": 0, "msgRateExpired": 0.0,
     "msgExpiredCount": 0, "replicationBacklog": 0, "connected": False, "replicationDelayInSeconds": 0,
 }
+
+
+def without_nulls(value):
+    """value with every None field left out, at any depth: Pulsar's admin API writes its stats
+    with Jackson's NON_NULL inclusion (activeConsumerName without an active consumer, a
+    replicator's inboundConnection without one, topicEpoch before any exclusive producer)."""
+    if isinstance(value, dict):
+        return {key: without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [without_nulls(item) for item in value]
+    return value
 
 
 def now_ms() -> int:

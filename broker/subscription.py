@@ -21,7 +21,7 @@ from minipulsar.broker.selectors.auto_split import AutoSplitSelector
 from minipulsar.broker.selectors.consistent_hashing import ConsistentHashingSelector
 from minipulsar.broker.selectors.key_failover import KeyFailoverSelector
 from minipulsar.broker.selectors.sticky_ranges import StickyRangesSelector
-from minipulsar.broker.consumer_counters import ConsumerCounters, present
+from minipulsar.broker.consumer_counters import ConsumerCounters
 from minipulsar.broker.entry_info import EntryInfo, publish_time_of
 from minipulsar.broker.errors import ConsumerBusyError, NotAllowedError
 from minipulsar.broker.replication import is_replicated
@@ -437,14 +437,14 @@ class Subscription(ConsumerCounters):
             "nonContiguousDeletedMessagesRanges": self.cursor.individually_deleted_ranges_count,
             **self.ack_state_gate.stats(),
             "unackedMessages": sum(c.unacked_messages for c in self.consumers),
-            "consumers": [{**c.stats(), **present(self.dispatcher.consumer_stats(c))} for c in self.consumers],
+            "consumers": [{**c.stats(), **self.dispatcher.consumer_stats(c)} for c in self.consumers],
         }
         if self.sub_type == SubType.Key_Shared and self.consumers:
             first = self.consumers[0]
             stats["keySharedMode"] = "STICKY" if first.key_shared_mode == api.STICKY else "AUTO_SPLIT"
             stats["allowOutOfOrderDelivery"] = first.allow_out_of_order
         if self.dispatcher is not None:
-            stats.update(present(self.dispatcher.stats()))
+            stats.update(self.dispatcher.stats())
         stats["msgBacklogNoDelayed"] = max(0, backlog - stats["msgDelayed"])
         return stats
 

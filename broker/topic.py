@@ -256,10 +256,9 @@ class PersistentTopic(AbstractTopic):
             "numberOfEntries": self.ledger.number_of_entries,
             "lastConfirmedEntry": str(self.ledger.last_confirmed_position),
             "deduplicationStatus": "Enabled" if self.deduplication is not None else "Disabled",
+            "topicEpoch": self.access.epoch,
             "compaction": self.compaction.stats(),
         })
         stats["nonContiguousDeletedMessagesRanges"] = sum(
             sub["nonContiguousDeletedMessagesRanges"] for sub in stats["subscriptions"].values())
-        if self.access.epoch is not None:
-            stats["topicEpoch"] = self.access.epoch
         return stats

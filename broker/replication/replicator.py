@@ -220,10 +220,10 @@ class Replicator:
             "replicationBacklog": self.cursor.number_of_entries_in_backlog() if self.cursor else 0,
             "connected": connected,
             "replicationDelayInSeconds": int(delay),
+            "inboundConnection": None,  # None: no such connection (the REST answer leaves it out, as Pulsar)
+            "outboundConnection": self.producer.cnx.logical_url if connected else None,
             "msgOutCounter": self.msg_out,
             "bytesOutCounter": self.bytes_out,
             "producerName": self.producer_name,
         }
-        if connected:  # Pulsar leaves the field out while there is no connection
-            stats["outboundConnection"] = self.producer.cnx.logical_url
         return stats

@@ -10,7 +10,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from minipulsar.broker.topic_name import TopicName
-from minipulsar.broker.stats_shapes import sum_topic_stats
+from minipulsar.broker.stats_shapes import sum_topic_stats, without_nulls
 from minipulsar.broker.web import internal_stats
 from minipulsar.broker.web.context import broker_of, json_body, no_content, query_bool
 from minipulsar.broker.web.errors import RestError, bad_request, not_found
@@ -187,7 +187,8 @@ async def compaction_status(request: web.Request) -> web.Response:
 
 # ---- stats ---------------------------------------------------------------------------------
 async def stats(request: web.Request) -> web.Response:
-    return web.json_response({**(await loaded_topic(request)).stats(), "ownerBroker": _owner_broker(request)})
+    stats = {**(await loaded_topic(request)).stats(), "ownerBroker": _owner_broker(request)}
+    return web.json_response(without_nulls(stats))
 
 
 def _owner_broker(request: web.Request) -> str:
@@ -217,7 +218,7 @@ async def partitioned_stats(request: web.Request) -> web.Response:
     result["metadata"] = {"partitions": len(_partitions(request))}
     if query_bool(request, "perPartition", default=True):
         result["partitions"] = per_partition
-    return web.json_response(result)
+    return web.json_response(without_nulls(result))
 
 
 async def internal(request: web.Request) -> web.Response:

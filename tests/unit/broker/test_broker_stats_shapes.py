@@ -6,7 +6,7 @@ import pytest
 
 from minipulsar.broker.stats_rates import RateMeter
 from minipulsar.broker.stats_shapes import (SUBSCRIPTION_ZERO, TOPIC_ZERO, average_size, date_text,
-                                            sum_topic_stats)
+                                            sum_topic_stats, without_nulls)
 
 
 def test_rate_meter_reports_the_last_interval_only():
@@ -52,3 +52,10 @@ def test_partitioned_stats_sum_the_partitions():
     east = total["replication"]["east"]
     assert (east["msgRateOut"], east["replicationBacklog"], east["replicationDelayInSeconds"]) == (4.0, 7, 30)
     assert sum_topic_stats([])["msgInCounter"] == 0
+
+
+def test_null_fields_are_left_out_at_any_depth_as_pulsars_json():
+    stats = {"topicEpoch": None, "subscriptions": {"s": {"activeConsumerName": None, "consumers": [
+        {"readPositionWhenJoining": None, "consumerName": "c"}]}}, "replication": {"r": {"inboundConnection": None}}}
+    assert without_nulls(stats) == {"subscriptions": {"s": {"consumers": [{"consumerName": "c"}]}},
+                                     "replication": {"r": {}}}
