@@ -21,6 +21,7 @@ from minipulsar.broker.errors import NotAllowedError, ProducerBusyError
 from minipulsar.broker.message_id import INT64_MAX
 from minipulsar.broker.producer import Producer
 from minipulsar.broker.specs import ConsumerSpec, ProducerSpec
+from minipulsar.broker.stats_shapes import average_size
 from minipulsar.proto import PulsarApi_pb2 as api
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ class AbstractTopic:
     last_active: float  # time.monotonic() when last seen in use (broker/inactive_topics.py)
     _removed_msg_in = 0  # msgInCounter / bytesInCounter of producers that left
     _removed_bytes_in = 0
+    _removed_msg_out = 0  # msgOutCounter / bytesOutCounter of subscriptions that were removed
+    _removed_bytes_out = 0
 
     @property
     def msg_in_counter(self) -> int:
@@ -51,6 +54,40 @@ class AbstractTopic:
     def bytes_in_counter(self) -> int:
         """Bytes published since the topic loaded (Pulsar's bytesInCounter)."""
         return self._removed_bytes_in + sum(p.bytes_in for p in self.producers.values())
+
+    def traffic_stats(self, replication: dict) -> dict:
+        """The TopicStats fields both kinds of topic compute alike, as Pulsar's getStats: in-rates
+        summed over producers (replicators' producers included, listed under replication instead
+        of publishers), out-rates over subscriptions and replicators, counters since load."""
+        publishers = [p.stats() for p in self.producers.values()]
+        subscriptions = {name: s.stats() for name, s in self.subscriptions.items()}
+        rate_in = sum((p["msgRateIn"] for p in publishers), 0.0)
+        throughput_in = sum((p["msgThroughputIn"] for p in publishers), 0.0)
+        prefix = self.context.replicator_prefix + "."
+        _add_inbound_replication(publishers, replication, prefix)
+        return {
+            "msgRateIn": rate_in,
+            "msgThroughputIn": throughput_in,
+            "msgRateOut": sum((s["msgRateOut"] for s in subscriptions.values()), 0.0)
+            + sum((r["msgRateOut"] for r in replication.values()), 0.0),
+            "msgThroughputOut": sum((s["msgThroughputOut"] for s in subscriptions.values()), 0.0)
+            + sum((r["msgThroughputOut"] for r in replication.values()), 0.0),
+            "bytesInCounter": self.bytes_in_counter,
+            "msgInCounter": self.msg_in_counter,
+            "bytesOutCounter": sum(s["bytesOutCounter"] for s in subscriptions.values()) + self._removed_bytes_out,
+            "msgOutCounter": sum(s["msgOutCounter"] for s in subscriptions.values()) + self._removed_msg_out,
+            "averageMsgSize": average_size(throughput_in, rate_in),
+            "publishers": [p for p in publishers if not p["producerName"].startswith(prefix)],
+            "waitingPublishers": len(self.access.waiting),
+            "subscriptions": subscriptions,
+            "replication": replication,
+        }
+
+    def keep_counters_of(self, subscription) -> None:
+        """A subscription is removed: what it sent still counts in msgOutCounter / bytesOutCounter
+        (Pulsar's msgOutFromRemovedSubscriptions)."""
+        self._removed_msg_out += subscription.msg_out_counter
+        self._removed_bytes_out += subscription.bytes_out_counter
 
     async def attach_producer(self, connection: "ProducerConnection", spec: ProducerSpec,
                               registered: Callable[[Producer], None],
@@ -125,3 +162,23 @@ class AbstractTopic:
             await self.consumer_closed(subscription)
             raise
         return consumer
+
+
+REPLICATOR_NAME_DELIMITER = "-->"  # Pulsar's REPL_PRODUCER_NAME_DELIMITER: <prefix>.<from>--><to>
+
+
+def _add_inbound_replication(publishers: list[dict], replication: dict, prefix: str) -> None:
+    """A replicator producer of a remote cluster publishing here shows in that cluster's
+    ReplicatorStats as msgRateIn, msgInCount, ... and inboundConnection, as in Pulsar."""
+    for publisher in publishers:
+        if not publisher["producerName"].startswith(prefix):
+            continue
+        remote = publisher["producerName"][len(prefix):].split(REPLICATOR_NAME_DELIMITER)[0]
+        stats = replication.get(remote)
+        if stats is not None:
+            stats["msgRateIn"] += publisher["msgRateIn"]
+            stats["msgThroughputIn"] += publisher["msgThroughputIn"]
+            stats["msgInCount"] += publisher["msgInCounter"]
+            stats["bytesInCount"] += publisher["bytesInCounter"]
+            stats["inboundConnection"] = publisher["address"]
+            stats["inboundConnectedSince"] = publisher["connectedSince"]

@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import itertools
 import logging
+import time
 from pathlib import Path
 
 from minipulsar.broker.background import BackgroundTasks
@@ -38,6 +39,7 @@ from minipulsar.broker.replication import ReplicationClients
 from minipulsar.broker.replication.misdirection import warn_if_advertised_loopback
 from minipulsar.broker.schema_registry import SchemaRegistry
 from minipulsar.broker.security.service import BrokerSecurity
+from minipulsar.broker.stats_rates import update_rates
 from minipulsar.broker.topic import PersistentTopic
 from minipulsar.broker.topic_admin import TopicAdmin
 from minipulsar.broker.topic_context import TopicContext
@@ -46,6 +48,7 @@ from minipulsar.broker.web.server import WebService
 from minipulsar.storage import ManagedLedgerFactory
 
 log = logging.getLogger(__name__)
+DEFAULT_NAMESPACE = "public/default"
 
 
 class Broker:
@@ -130,6 +133,7 @@ class Broker:
     # ---- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
         """Take the data dir, load metadata, listen; raises DataDirLockedError, OSError (port in use)."""
+        started = time.monotonic()
         await self.factory.start()
         try:
             self.metadata.load()
@@ -169,6 +173,8 @@ class Broker:
                                          self.compact_topics_over_threshold, "compaction threshold")),
             loop.create_task(self._every(lambda: self.config.broker_delete_inactive_topics_frequency_seconds,
                                          self.inactive_topics.check, "inactive topics")),
+            loop.create_task(self._every(lambda: self.config.stats_update_frequency_in_secs,
+                                         self.update_stats_rates, "stats rates")),
         ]
         warn_if_advertised_loopback(self.config, self.replication.peers())
         await self.load_replicated_topics()
@@ -176,6 +182,15 @@ class Broker:
         log.info("minipulsar broker listening on %s:%s (advertised %s), data dir %s",
                  self.config.bind_address, port, self.service_url,
                  Path(self.config.data_dir).resolve())
+        # Pulsar's PulsarService line, which Testcontainers modules and scripts wait for
+        log.info("messaging service is ready, bootstrap_seconds=%.3f, bootstrap service port = %s, broker url= %s, "
+                 "cluster=%s", time.monotonic() - started, self.web.port or self.web.port_tls, self.service_url,
+                 self.config.cluster_name)
+        # Pulsar's standalone sets public/default's policies (its replication clusters) once its
+        # broker is up and logs this line, which Testcontainers' Go module and many set-ups wait for;
+        # here public/default's policies were loaded (or created) above.
+        if self.namespaces.exists(DEFAULT_NAMESPACE):
+            log.info("Successfully updated the policies on namespace %s", DEFAULT_NAMESPACE)
 
     async def _start_tls_listener(self) -> None:
         """Listen on brokerServicePortTls when set; LOOKUP then also answers its pulsar+ssl:// URL."""
@@ -245,6 +260,11 @@ class Broker:
                 await check()
             except Exception:  # one bad topic must not end the checks for good
                 log.exception("%s check failed", what)
+
+    async def update_stats_rates(self) -> None:
+        """The stats timer (Pulsar's BrokerService.updateRates): every loaded topic's producers,
+        consumers, subscriptions and replicators compute their rates over the last interval."""
+        update_rates(itertools.chain(self.topics.values(), self.non_persistent_topics.values()))
 
     async def expire_messages_by_ttl(self) -> int:
         """Acknowledge, on every subscription of every loaded topic whose namespace has a message

@@ -139,6 +139,8 @@ class BrokerConfig:
     # and share the bundled client's one connection.
     web_socket_num_io_threads: int = 8  # webSocketNumIoThreads
     web_socket_connections_per_broker: int = 8  # webSocketConnectionsPerBroker
+    stats_update_frequency_in_secs: int = 60  # statsUpdateFrequencyInSecs: the interval topic stats' rates cover
+    running_standalone: bool = False  # Pulsar's runningStandalone: set by `minipulsar standalone` (lookups)
     # ---- security: authentication, authorization, TLS (broker/security/, docs/security.md) ----
     authentication_enabled: bool = False  # authenticationEnabled
     authentication_providers: str = ""  # authenticationProviders: Pulsar provider class names, comma-separated
@@ -153,6 +155,9 @@ class BrokerConfig:
     token_auth_claim: str = "sub"  # tokenAuthClaim: the claim holding the role
     token_audience_claim: str = ""  # tokenAudienceClaim (e.g. aud); needs tokenAudience
     token_audience: str = ""  # tokenAudience: the audience that stands for this broker
+    # basicAuthConf: htpasswd data for AuthenticationProviderBasic (file path, file:/data: URL or
+    # base64); empty: the -Dpulsar.auth.basic.conf system property (broker/security/basic_provider.py)
+    basic_auth_conf: str = ""
     broker_service_port_tls: str = ""  # brokerServicePortTls (empty: off; Pulsar's usual value 6651)
     web_service_port_tls: str = ""  # webServicePortTls (empty: off; Pulsar's usual value 8443)
     tls_certificate_file_path: str = ""  # tlsCertificateFilePath (PEM)
@@ -229,7 +234,7 @@ def runtime_values(config: BrokerConfig) -> dict[str, str]:
 
 # Settings whose value may be a secret itself (tokenSecretKey as data: or base64, a token in the
 # parameters): never shown by the admin API.
-SECRET_KEYS = frozenset(("tokenSecretKey", "brokerClientAuthenticationParameters"))
+SECRET_KEYS = frozenset(("tokenSecretKey", "brokerClientAuthenticationParameters", "basicAuthConf"))
 
 
 def _to_text(value: Any) -> str:
@@ -310,6 +315,7 @@ _VALIDATORS = {
     "backlogQuotaDefaultRetentionPolicy": lambda v: v in (
         "producer_request_hold", "producer_exception", "consumer_backlog_eviction"),
     "brokerServiceCompactionThresholdInBytes": lambda v: v >= 0,
+    "statsUpdateFrequencyInSecs": lambda v: v >= 1,
     "brokerServiceCompactionMonitorIntervalInSeconds": lambda v: v >= 1,
     # security (cross-key checks, key files and providers: broker/security/settings.py)
     "authenticationRefreshCheckSeconds": lambda v: v >= 1,

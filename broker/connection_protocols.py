@@ -16,6 +16,7 @@ class ProducerConnection(Protocol):
     """What a Producer calls on its connection."""
 
     peer_address: str  # 'host:port' of the client
+    client_version: str  # CONNECT.client_version (stats' clientVersion)
     closed: bool
 
     def publish_started(self, size: int) -> None:
@@ -38,6 +39,7 @@ class ConsumerConnection(Protocol):
     """What a Consumer calls on its connection."""
 
     peer_address: str
+    client_version: str
     closed: bool
 
     def send_message(self, consumer_id: int, entry: Entry, partition: int, redelivery_count: int,

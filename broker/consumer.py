@@ -15,6 +15,8 @@ import math
 import time
 from typing import TYPE_CHECKING, Iterable
 
+from minipulsar.broker.stats_rates import RateMeter
+from minipulsar.broker.stats_shapes import CONSUMER_ZERO, date_text, now_ms
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.storage import Entry, Position
 
@@ -53,6 +55,15 @@ class Consumer:
         self.connected_since = time.time()
         self.msg_out = 0  # messages and bytes sent (Pulsar's msgOutCounter / bytesOutCounter)
         self.bytes_out = 0
+        self.entries_out = 0  # entries sent (avgMessagesPerEntry)
+        self.msg_redelivered = 0  # messages this consumer asked to get again (msgRateRedeliver)
+        self.msg_acked = 0  # messages it acknowledged (messageAckRate)
+        # Pulsar's timestamps, ms since the epoch (0 = never): one clock read per FLOW, per
+        # dispatch batch and per ACK command, never per message.
+        self.first_flow_ms = self.last_flow_ms = 0
+        self.first_sent_ms = self.last_sent_ms = 0
+        self.last_acked_ms = 0
+        self.rates = RateMeter(4)  # msg_out, bytes_out, msg_redelivered, msg_acked per second
         # maxUnackedMessagesPerConsumer (0 = none; Shared and Key_Shared): sending stops at the
         # limit and resumes once half of it is acknowledged, as Pulsar's blockedConsumerOnUnackedMsgs.
         self.max_unacked_messages = 0
@@ -89,6 +100,8 @@ class Consumer:
     def flow(self, permits: int) -> None:
         """FLOW: the client grants `permits` more messages; the dispatcher may send again."""
         self.permits += permits
+        self.last_flow_ms = now_ms()
+        self.first_flow_ms = self.first_flow_ms or self.last_flow_ms
         self.subscription.consumer_flow(self)
 
     def writable(self) -> None:
@@ -105,7 +118,7 @@ class Consumer:
         partition = subscription.topic.partition_index
         send, consumer_id, epoch = self.connection.send_message, self.consumer_id, self.epoch
         pending_acks, pending_hashes = self.pending_acks, self.pending_hashes
-        messages = size = 0
+        messages = size = count = 0
         for entry, num_messages, key_hash in entries:
             position = entry.position
             ack_set = batch_acks.ack_set(position) if batch_acks is not None else None
@@ -116,10 +129,14 @@ class Consumer:
             pending_hashes[key_hash] += 1
             messages += num_messages
             size += len(entry.data)
+            count += 1
         self._unacked += messages
         self.permits -= messages
         self.msg_out += messages
         self.bytes_out += size
+        self.entries_out += count
+        self.last_sent_ms = now_ms()
+        self.first_sent_ms = self.first_sent_ms or self.last_sent_ms
         if self.dispatch_rate is not None:
             self.dispatch_rate.record(messages)
         if self.max_unacked_messages and self._unacked >= self.max_unacked_messages:
@@ -133,6 +150,9 @@ class Consumer:
         self.permits -= num_messages
         self.msg_out += num_messages
         self.bytes_out += len(entry.data)
+        self.entries_out += 1
+        self.last_sent_ms = now_ms()
+        self.first_sent_ms = self.first_sent_ms or self.last_sent_ms
 
     def notify_active_consumer_change(self, active: bool) -> None:
         """Failover: tell the client whether it is now the active consumer."""
@@ -150,6 +170,9 @@ class Consumer:
 
     def redeliver(self, positions: list[Position] | None) -> None:
         """REDELIVER_UNACKNOWLEDGED_MESSAGES: the listed (None: all) pending entries go back."""
+        pending = self.pending_acks
+        wanted = list(pending) if positions is None else positions
+        self.msg_redelivered += sum(pending[p][0] for p in wanted if p in pending)
         self.subscription.redeliver_unacknowledged(self, positions)
 
     def close(self) -> None:
@@ -199,14 +222,24 @@ class Consumer:
                 missing.append(position)
             else:
                 released += value[0]
+        self._count_acked(released)
         if released:
             self._released(released)
         return missing
 
     def remove_pending_up_to(self, position: Position) -> None:
         """Drop pending acks at or below position (a cumulative ack)."""
+        released = 0
         for key in [key for key in self.pending_acks if key <= position]:
-            self._drop(key)
+            value = self._drop(key)
+            released += value[0] if value is not None else 0
+        self._count_acked(released)
+
+    def _count_acked(self, messages: int) -> None:
+        """An ACK acknowledged messages this consumer held (messageAckRate, lastAckedTimestamp)."""
+        if messages:
+            self.msg_acked += messages
+            self.last_acked_ms = now_ms()
 
     def take_pending(self, positions: Iterable[Position] | None = None) -> list[tuple[Position, int]]:
         """Remove and return (position, hash) of pending entries: those listed, or all when None."""
@@ -218,19 +251,38 @@ class Consumer:
                 taken.append((position, value[1]))
         return taken
 
+    def update_rates(self, now: float) -> None:
+        """The stats timer's tick (broker/stats_rates.py)."""
+        self.rates.update(now, (self.msg_out, self.bytes_out, self.msg_redelivered, self.msg_acked))
+
     def stats(self) -> dict:
-        """Pulsar ConsumerStats fields (names as in the admin API)."""
+        """Pulsar ConsumerStats (broker/stats_shapes.py); priorityLevel is ours."""
+        rate, throughput, redeliver, acks = self.rates.rates
         return {
+            **CONSUMER_ZERO,
+            "msgRateOut": rate,
+            "msgThroughputOut": throughput,
+            "bytesOutCounter": self.bytes_out,
+            "msgOutCounter": self.msg_out,
+            "msgRateRedeliver": redeliver,
+            "messageAckRate": acks,
             "consumerName": self.name,
             "availablePermits": self.permits,
             "unackedMessages": self.unacked_messages,
+            "avgMessagesPerEntry": round(self.msg_out / self.entries_out) if self.entries_out else 0,
             "blockedConsumerOnUnackedMsgs": self.blocked_on_unacked,
-            "msgOutCounter": self.msg_out,
-            "bytesOutCounter": self.bytes_out,
             "address": self.address,
             "connectedSince": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.connected_since)),
-            "priorityLevel": self.priority_level,
+            "clientVersion": getattr(self.connection, "client_version", ""),
+            "lastAckedTimestamp": self.last_acked_ms,
+            "lastConsumedTimestamp": self.last_sent_ms,
+            "firstMessagesSentTimestamp": self.first_sent_ms,
+            "lastConsumedFlowTimestamp": self.last_flow_ms,
+            "firstConsumedFlowTimestamp": self.first_flow_ms,
             "metadata": dict(self.metadata),
+            "lastAckedTime": date_text(self.last_acked_ms),
+            "lastConsumedTime": date_text(self.last_sent_ms),
+            "priorityLevel": self.priority_level,
         }
 
 

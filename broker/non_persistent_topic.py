@@ -22,7 +22,9 @@ from minipulsar.broker.dispatchers.non_persistent import NonPersistentDispatcher
 from minipulsar.broker.entry_info import entry_info
 from minipulsar.broker.errors import (NotAllowedError, SubscriptionNotFoundError)
 from minipulsar.broker.specs import SubscriptionSpec
-from minipulsar.broker.subscription import (SUB_TYPE_NAMES, ConsumerCounters, LastMessageId, SubType,
+from minipulsar.broker.stats_shapes import SUBSCRIPTION_ZERO, TOPIC_ZERO
+from minipulsar.broker.consumer_counters import ConsumerCounters
+from minipulsar.broker.subscription import (SUB_TYPE_NAMES, LastMessageId, SubType,
                                             check_admission, key_shared_selector, leave_for_unsubscribe)
 from minipulsar.broker.topic_name import TopicName
 from minipulsar.storage import EARLIEST, Entry, Position
@@ -125,13 +127,16 @@ class NonPersistentSubscription(ConsumerCounters):
     def stop(self) -> None:
         """Nothing runs in the background."""
 
+    def update_rates(self, now: float) -> None:
+        """The stats timer's tick (broker/stats_rates.py)."""
+        self.update_consumer_rates(now)
+
     def stats(self) -> dict:
-        """Pulsar NonPersistentSubscriptionStats fields; msgDropCount is ours (a counter beside the rate)."""
+        """Pulsar NonPersistentSubscriptionStats; msgDropCount is ours (a counter beside the rate)."""
         return {
+            **SUBSCRIPTION_ZERO,
+            **self.consumer_totals(),
             "type": self.type_name,
-            "msgBacklog": 0,
-            "isDurable": False,
-            "isReplicated": False,
             "msgDropRate": self.drop_rate.rate(),
             "msgDropCount": self.msg_drop_counter,
             "consumers": [c.stats() for c in self.consumers],
@@ -192,12 +197,14 @@ class NonPersistentTopic(AbstractTopic):
         """The subscription's last consumer left: it is gone (Pulsar removes it too)."""
         if self.subscriptions.get(subscription.name) is subscription:
             del self.subscriptions[subscription.name]
+            self.keep_counters_of(subscription)
 
     async def remove_subscription(self, name: str) -> None:
         """Raises SubscriptionNotFoundError."""
         subscription = self.subscriptions.pop(name, None)
         if subscription is None:
             raise SubscriptionNotFoundError(f"subscription {name} not found on {self.name}")
+        self.keep_counters_of(subscription)
         subscription.disconnect_consumers()
 
     async def consumer_closed(self, subscription: NonPersistentSubscription) -> None:
@@ -209,14 +216,7 @@ class NonPersistentTopic(AbstractTopic):
         self.subscriptions.clear()
 
     def stats(self) -> dict:
-        """Pulsar NonPersistentTopicStats fields (names as in the admin API)."""
-        subscriptions = {name: s.stats() for name, s in self.subscriptions.items()}
-        return {
-            "msgInCounter": self.msg_in_counter,
-            "bytesInCounter": self.bytes_in_counter,
-            "storageSize": 0,
-            "msgDropRate": sum(s["msgDropRate"] for s in subscriptions.values()),
-            "publishers": [p.stats() for p in self.producers.values()],
-            "subscriptions": subscriptions,
-            "replication": {},
-        }
+        """Pulsar NonPersistentTopicStats (broker/stats_shapes.py, plus msgDropRate)."""
+        stats = {**TOPIC_ZERO, **self.traffic_stats({})}
+        stats["msgDropRate"] = sum((s["msgDropRate"] for s in stats["subscriptions"].values()), 0.0)
+        return stats

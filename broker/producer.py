@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from minipulsar.broker.errors import BrokerError
+from minipulsar.broker.stats_rates import RateMeter
+from minipulsar.broker.stats_shapes import PUBLISHER_ZERO, average_size
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.storage import Position
 
@@ -70,6 +72,7 @@ class Producer:
         self.connected_since = time.time()
         self.msg_in = 0  # messages and bytes made durable (Pulsar's msgInCounter / bytesInCounter)
         self.bytes_in = 0
+        self.rates = RateMeter(2)  # msg/s, bytes/s of msg_in, bytes_in (the broker's stats timer)
         self._pending: collections.deque[PendingPublish] = collections.deque()
         self._watched: asyncio.Future | None = None  # the last group-commit future with our callback
 
@@ -146,13 +149,25 @@ class Producer:
         connection.send_send_error(self.producer_id, publish.sequence_id, code, f"failed to persist entry: {error}")
 
     def stats(self) -> dict:
+        """Pulsar PublisherStats (broker/stats_shapes.py); msgInCounter and bytesInCounter are ours."""
+        rate, throughput = self.rates.rates
         return {
-            "producerName": self.name,
+            **PUBLISHER_ZERO,
+            "accessMode": ACCESS_MODE_NAMES.get(self.access_mode, str(self.access_mode)),
+            "msgRateIn": rate,
+            "msgThroughputIn": throughput,
+            "averageMsgSize": average_size(throughput, rate),
             "producerId": self.producer_id,
-            "msgInCounter": self.msg_in,
-            "bytesInCounter": self.bytes_in,
+            "producerName": self.name,
             "address": self.address,
             "connectedSince": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.connected_since)),
-            "accessMode": self.access_mode,
+            "clientVersion": getattr(self.connection, "client_version", ""),
             "metadata": dict(self.metadata),
+            "msgInCounter": self.msg_in,
+            "bytesInCounter": self.bytes_in,
         }
+
+
+# ProducerAccessMode values (PulsarApi.proto) -> the names Pulsar's stats show.
+ACCESS_MODE_NAMES = {api.Shared: "Shared", api.Exclusive: "Exclusive", api.WaitForExclusive: "WaitForExclusive",
+                     api.ExclusiveWithFencing: "ExclusiveWithFencing"}

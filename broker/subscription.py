@@ -21,9 +21,12 @@ from minipulsar.broker.selectors.auto_split import AutoSplitSelector
 from minipulsar.broker.selectors.consistent_hashing import ConsistentHashingSelector
 from minipulsar.broker.selectors.key_failover import KeyFailoverSelector
 from minipulsar.broker.selectors.sticky_ranges import StickyRangesSelector
+from minipulsar.broker.consumer_counters import ConsumerCounters
 from minipulsar.broker.entry_info import EntryInfo, publish_time_of
 from minipulsar.broker.errors import ConsumerBusyError, NotAllowedError
 from minipulsar.broker.replication import is_replicated
+from minipulsar.broker.stats_rates import RateMeter
+from minipulsar.broker.stats_shapes import SUBSCRIPTION_ZERO, now_ms
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.storage import EARLIEST, Entry, ManagedCursor, Position
 
@@ -84,29 +87,6 @@ def check_admission(subscription, consumer: "Consumer") -> None:
             f"mode {consumer.key_shared_mode} with allowOutOfOrderDelivery={consumer.allow_out_of_order}")
 
 
-class ConsumerCounters:
-    """Mixin for subscriptions (anything with `consumers`): msgOutCounter / bytesOutCounter are
-    the consumers' own counters summed, plus what consumers that left had counted (Pulsar's
-    PersistentSubscription msgOutFromRemovedConsumer / bytesOutFromRemovedConsumers)."""
-
-    _removed_msg_out = 0
-    _removed_bytes_out = 0
-
-    @property
-    def msg_out_counter(self) -> int:
-        return self._removed_msg_out + sum(c.msg_out for c in self.consumers)
-
-    @property
-    def bytes_out_counter(self) -> int:
-        return self._removed_bytes_out + sum(c.bytes_out for c in self.consumers)
-
-    def _keep_counters_of(self, consumer: "Consumer") -> None:
-        """consumer is leaving: what it sent still counts."""
-        if consumer in self.consumers:
-            self._removed_msg_out += consumer.msg_out
-            self._removed_bytes_out += consumer.bytes_out
-
-
 def leave_for_unsubscribe(subscription, consumer: "Consumer", force: bool) -> None:
     """UNSUBSCRIBE's first step on any subscription: ConsumerBusyError when other consumers are
     connected and not force; with force they are disconnected; then consumer closes."""
@@ -145,6 +125,10 @@ class Subscription(ConsumerCounters):
         # EARLIEST for subscriptions that start there (the cursor cannot point into trimmed
         # ledgers the view still covers), None once the view is read (Pulsar's readFromEarliest).
         self.compacted_read_start: Position | None = None
+        self.expired = 0  # entries acknowledged by the message TTL or expireMessages (totalMsgExpired)
+        self.last_expire_ms = 0
+        self.last_mark_delete_advanced_ms = 0
+        self.expiry_rate = RateMeter(1)
         policies, namespace = topic.context.policies, topic.name.namespace_name
         self.ack_state_gate = AckStateGate(
             f"{topic.name}/{name}", cursor, topic.context.config,
@@ -279,7 +263,9 @@ class Subscription(ConsumerCounters):
 
     def acknowledge(self, consumer: "Consumer", positions: list[Position]) -> None:
         """Individual acks; positions unknown to the cursor (already acked, trimmed) are harmless."""
+        before = self.cursor.mark_delete_position
         self.cursor.delete(positions)
+        self._note_mark_delete(before)
         if self.batch_acks:
             self.batch_acks.discard(positions)
         # The acknowledging consumer normally holds them all; the others only what it did not
@@ -301,7 +287,9 @@ class Subscription(ConsumerCounters):
 
     def _acknowledge_up_to(self, position: Position, consumers: list["Consumer"]) -> None:
         """Mark-delete up to position; forget what consumers and the dispatcher hold below it."""
+        before = self.cursor.mark_delete_position
         self.cursor.mark_delete(position)
+        self._note_mark_delete(before)
         if self.batch_acks:
             self.batch_acks.discard_up_to(position)
         for consumer in consumers:
@@ -309,6 +297,11 @@ class Subscription(ConsumerCounters):
         if self.dispatcher is not None:
             self.dispatcher.acknowledged_up_to(position)
         self.topic.replication.on_mark_delete(self)
+
+    def _note_mark_delete(self, before: Position) -> None:
+        """lastMarkDeleteAdvancedTimestamp, when the mark-delete position moved past before."""
+        if self.cursor.mark_delete_position != before:
+            self.last_mark_delete_advanced_ms = now_ms()
 
     def acknowledge_up_to(self, position: Position) -> None:
         """Acknowledge everything up to position for every consumer (backlog-quota eviction)."""
@@ -324,7 +317,10 @@ class Subscription(ConsumerCounters):
         found = await self.cursor.find_newest_matching(lambda data: publish_time_of(data) <= cutoff)
         if found is None or found <= self.cursor.mark_delete_position:
             return False
+        backlog = self.backlog
         self.acknowledge_up_to(found)
+        self.expired += max(0, backlog - self.backlog)
+        self.last_expire_ms = now_ms()
         return True
 
     def on_marker(self, entry: Entry, info: EntryInfo) -> None:
@@ -415,13 +411,27 @@ class Subscription(ConsumerCounters):
     def backlog(self) -> int:
         return self.cursor.number_of_entries_in_backlog()
 
+    def update_rates(self, now: float) -> None:
+        """The stats timer's tick (broker/stats_rates.py): consumers' rates and msgRateExpired."""
+        self.update_consumer_rates(now)
+        self.expiry_rate.update(now, (self.expired,))
+
     def stats(self) -> dict:
-        """Pulsar SubscriptionStats fields (names as in the admin API)."""
+        """Pulsar SubscriptionStats (broker/stats_shapes.py); markDeletePosition, readPosition and
+        the PIP-299 fields are ours."""
+        backlog = self.backlog
         stats = {
+            **SUBSCRIPTION_ZERO,
+            **self.consumer_totals(),
             "type": self.type_name,
-            "msgBacklog": self.backlog,
+            "msgBacklog": backlog,
+            "backlogSize": round(backlog * self.topic.average_entry_size()),
             "isDurable": self.durable,
             "isReplicated": self.replicated,
+            "msgRateExpired": self.expiry_rate.rates[0],
+            "totalMsgExpired": self.expired,
+            "lastExpireTimestamp": self.last_expire_ms,
+            "lastMarkDeleteAdvancedTimestamp": self.last_mark_delete_advanced_ms,
             "markDeletePosition": str(self.cursor.mark_delete_position),
             "readPosition": str(self.cursor.read_position),
             "nonContiguousDeletedMessagesRanges": self.cursor.individually_deleted_ranges_count,
@@ -429,8 +439,13 @@ class Subscription(ConsumerCounters):
             "unackedMessages": sum(c.unacked_messages for c in self.consumers),
             "consumers": [{**c.stats(), **self.dispatcher.consumer_stats(c)} for c in self.consumers],
         }
+        if self.sub_type == SubType.Key_Shared and self.consumers:
+            first = self.consumers[0]
+            stats["keySharedMode"] = "STICKY" if first.key_shared_mode == api.STICKY else "AUTO_SPLIT"
+            stats["allowOutOfOrderDelivery"] = first.allow_out_of_order
         if self.dispatcher is not None:
             stats.update(self.dispatcher.stats())
+        stats["msgBacklogNoDelayed"] = max(0, backlog - stats["msgDelayed"])
         return stats
 
     def stop(self) -> None:

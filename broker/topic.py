@@ -20,6 +20,7 @@ from minipulsar.broker.errors import (NotAllowedError, PersistenceFailedError, S
                                       SubscriptionNotFoundError, TopicTerminatedError)
 from minipulsar.broker.replication import TopicReplication, last_data_position
 from minipulsar.broker.specs import SubscriptionSpec
+from minipulsar.broker.stats_shapes import TOPIC_ZERO, average_size
 from minipulsar.broker.subscription import Subscription, SubType
 from minipulsar.broker.topic_name import TopicName
 from minipulsar.storage import LedgerClosedError, ManagedLedger, PersistenceError, Position
@@ -204,6 +205,7 @@ class PersistentTopic(AbstractTopic):
         subscription = self.subscriptions.pop(name, None)
         if subscription is None:
             raise SubscriptionNotFoundError(f"subscription {name} not found on {self.name}")
+        self.keep_counters_of(subscription)
         subscription.stop()
         if subscription.durable:
             await self.ledger.delete_cursor(name)
@@ -233,17 +235,30 @@ class PersistentTopic(AbstractTopic):
             subscription.stop()
         await self.ledger.close()
 
+    def average_entry_size(self) -> float:
+        """Stored bytes per stored entry (0 when empty): the estimate behind backlogSize, as
+        Pulsar's ManagedLedger estimates a backlog's bytes from its ledgers' sizes."""
+        entries = self.ledger.number_of_entries
+        return self.ledger.total_size / entries if entries else 0.0
+
+    def backlog_size(self) -> int:
+        """Pulsar's estimated backlog size: the bytes after the slowest cursor's mark-delete
+        position (subscriptions and replicators alike), estimated per entry."""
+        backlog = max((cursor.number_of_entries_in_backlog() for cursor in self.ledger.cursors.values()), default=0)
+        return round(backlog * self.average_entry_size())
+
     def stats(self) -> dict:
-        """Pulsar TopicStats fields (names as in the admin API)."""
-        return {
-            "msgInCounter": self.msg_in_counter,
+        """Pulsar TopicStats (broker/stats_shapes.py); numberOfEntries and lastConfirmedEntry are ours."""
+        stats = {**TOPIC_ZERO, **self.traffic_stats(self.replication.stats())}
+        stats.update({
             "storageSize": self.ledger.total_size,
+            "backlogSize": self.backlog_size(),
             "numberOfEntries": self.ledger.number_of_entries,
             "lastConfirmedEntry": str(self.ledger.last_confirmed_position),
-            "topicEpoch": self.access.epoch,
             "deduplicationStatus": "Enabled" if self.deduplication is not None else "Disabled",
-            "publishers": [p.stats() for p in self.producers.values()],
-            "subscriptions": {name: s.stats() for name, s in self.subscriptions.items()},
-            "replication": self.replication.stats(),
+            "topicEpoch": self.access.epoch,
             "compaction": self.compaction.stats(),
-        }
+        })
+        stats["nonContiguousDeletedMessagesRanges"] = sum(
+            sub["nonContiguousDeletedMessagesRanges"] for sub in stats["subscriptions"].values())
+        return stats

@@ -35,6 +35,7 @@ _FLAGS = {
     "bind_address": "bindAddress",
     "advertised_address": "advertisedAddress",
     "cluster_name": "clusterName",
+    "running_standalone": "runningStandalone",  # set by `standalone`, never a flag of its own
 }
 
 
@@ -46,14 +47,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return broker
 
 
-def add_broker_flags(parser: argparse.ArgumentParser) -> None:
-    """The flags of the verbs that run a broker (`broker`, `standalone`), which `run` reads."""
-    parser.add_argument("--config", help="broker.conf-style file of key=value lines (Pulsar key names)")
+def add_broker_flags(parser: argparse.ArgumentParser, config_flags=("--config",),
+                     advertised_flags=("--advertised-address",)) -> None:
+    """The flags of the verbs that run a broker (`broker`, `standalone`), which `run` reads;
+    config_flags and advertised_flags: the names of --config and --advertised-address (standalone
+    adds Pulsar's short -c and -a)."""
+    parser.add_argument(*config_flags, dest="config", help="broker.conf-style file of key=value lines (Pulsar key names)")
     parser.add_argument("--data-dir", help="where ledgers and cursors live (default ./data)")
     parser.add_argument("--broker-service-port", help="binary protocol port (default 6650)")
     parser.add_argument("--web-service-port", help="HTTP admin port (default 8080)")
     parser.add_argument("--bind-address", help="address to listen on (default 0.0.0.0)")
-    parser.add_argument("--advertised-address", help="host clients are told to connect to")
+    parser.add_argument(*advertised_flags, dest="advertised_address", help="host clients are told to connect to")
     parser.add_argument("--cluster-name", help="this broker's cluster name (default standalone)")
     parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
                         help="DEBUG, INFO, WARNING, ERROR (default INFO)")
@@ -73,12 +77,26 @@ def report_unused_keys(extra: dict[str, str]) -> None:
         log.warning("config key %s is neither minipulsar's nor Pulsar's and has no effect%s", key, hint)
 
 
+def report_jvm_options() -> None:
+    """One INFO line for PULSAR_MEM / PULSAR_GC / PULSAR_EXTRA_OPTS: the JVM options there mean
+    nothing without a JVM; the -D system properties the broker honours are named."""
+    from minipulsar.broker.system_properties import HONOURED_PROPERTIES, jvm_options
+
+    options = jvm_options()
+    honoured = [o for o in options if o.startswith("-D") and o[2:].partition("=")[0] in HONOURED_PROPERTIES]
+    ignored = [o for o in options if o not in honoured]
+    if ignored:
+        log.info("ignoring JVM options (minipulsar runs no JVM): %s", " ".join(ignored))
+    if honoured:
+        log.info("honouring system properties: %s", ", ".join(o[2:].partition("=")[0] for o in honoured))
+
+
 def load_config(args: argparse.Namespace):
     """The BrokerConfig from file, environment and flags; raises ConfigError."""
     from minipulsar.broker.config import build_config, env_overrides, parse_conf_file
 
     file_values = parse_conf_file(args.config) if args.config else {}
-    flag_values = {key: getattr(args, attr) for attr, key in _FLAGS.items() if getattr(args, attr) is not None}
+    flag_values = {key: getattr(args, attr) for attr, key in _FLAGS.items() if getattr(args, attr, None) is not None}
     return build_config(file_values, env_overrides(os.environ), flag_values)
 
 
@@ -106,19 +124,23 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(max(gen0, GC_GEN0_THRESHOLD), gen1, gen2)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, prepare=None) -> int:
     """The `broker` (and `standalone`) verb: 0 after a clean shutdown, 2 on a bad setting, 1 if it
-    cannot start."""
+    cannot start. prepare(config), when given, runs once the settings are read, before the broker
+    starts (standalone's --wipe-data)."""
     from minipulsar.broker.config import ConfigError
     from minipulsar.storage import StorageError
 
-    configure_logging(args.log_level)
+    configure_logging(args.log_level, stream=getattr(args, "log_stream", None))
     try:
         config = load_config(args)
     except ConfigError as exc:
         print(f"minipulsar: {exc}", file=sys.stderr)
         return 2
     report_unused_keys(config.extra)
+    report_jvm_options()
+    if prepare is not None:
+        prepare(config)
     install_uvloop()
     try:
         asyncio.run(run_broker(config))

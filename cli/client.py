@@ -16,7 +16,7 @@ import asyncio
 import logging
 
 from minipulsar import client
-from minipulsar.cli.admin.auth import add_auth_arguments, authentication_of
+from minipulsar.cli.admin.auth import add_auth_arguments, add_client_tls_arguments, client_connection_options
 from minipulsar.cli.runtime import (RateLimiter, UsageError, configure_logging, non_negative_int, positive_float,
                                     positive_int, run_verb)
 
@@ -41,6 +41,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     group.add_argument("--url", default=DEFAULT_URL, help=f"broker service URL (default {DEFAULT_URL})")
     group.add_argument("--listener-name", help="advertised listener to look topics up on")
     add_auth_arguments(group)  # --auth-plugin / --auth-params, as pulsar-client
+    add_client_tls_arguments(group)
     group.add_argument("--operation-timeout", type=positive_float, default=30.0, metavar="SECONDS",
                        help="bound on lookups and on creating the producer/consumer (default 30; "
                             "minipulsar extension, Pulsar reads it from client.conf)")
@@ -204,5 +205,5 @@ def format_message(message) -> str:
 
 def _client(args: argparse.Namespace) -> client.Client:
     return client.Client(args.url, operation_timeout_seconds=args.operation_timeout, listener_name=args.listener_name,
-                         authentication=authentication_of(args))
+                         **client_connection_options(args))
 

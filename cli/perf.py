@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from minipulsar import client as bundled_client
 from minipulsar.cli import perf_official
+from minipulsar.cli.admin.auth import add_auth_arguments, add_client_tls_arguments, client_connection_options
 from minipulsar.cli.perf_stats import (Recorder, consume_interval_line, consume_summary_lines,
                                        produce_interval_line, produce_summary_lines)
 from minipulsar.cli.runtime import (RateLimiter, UsageError, configure_logging, describe, non_negative_int,
@@ -77,7 +78,19 @@ def _common_flags() -> argparse.ArgumentParser:
     common.add_argument("--operation-timeout", type=positive_float, default=30.0, metavar="SECONDS",
                         help="bound on lookups and on creating producers/consumers (default 30)")
     common.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING, ERROR (default WARNING)")
+    add_auth_arguments(common)  # --auth-plugin / --auth-params, as pulsar-perf
+    add_client_tls_arguments(common)
     return common
+
+
+def connection_options(args: argparse.Namespace) -> dict:
+    """Authentication and TLS for the bundled client; the official backend takes neither here."""
+    options = client_connection_options(args)
+    if args.client == "official":
+        if options["authentication"] is not None or args.tls_trust_cert_path or args.tls_allow_insecure:
+            raise UsageError("--auth-plugin and the TLS flags work with --client bundled (the default)")
+        return {}
+    return options
 
 
 def _add_produce(verbs, common: argparse.ArgumentParser) -> None:
@@ -182,7 +195,8 @@ async def perf_produce(args: argparse.Namespace) -> int:
     recorder = Recorder()
     job = None
     try:
-        async with backend.Client(args.service_url, operation_timeout_seconds=args.operation_timeout) as c:
+        async with backend.Client(args.service_url, operation_timeout_seconds=args.operation_timeout,
+                                  **connection_options(args)) as c:
             options = producer_options(args, backend)
             producers = [await c.create_producer(t, **options) for t in topics for _ in range(args.num_producers)]
             say(f"Created {len(producers)} producers")
@@ -308,7 +322,8 @@ async def perf_consume(args: argparse.Namespace) -> int:
         raise UsageError("Only one consumer is allowed when subscriptionType is Exclusive")
     recorder = Recorder()
     try:
-        async with backend.Client(args.service_url, operation_timeout_seconds=args.operation_timeout) as c:
+        async with backend.Client(args.service_url, operation_timeout_seconds=args.operation_timeout,
+                                  **connection_options(args)) as c:
             options = subscribe_options(args, backend)
             consumers = [await c.subscribe(t, s, **options)
                          for t in topics for s in subscriptions for _ in range(args.num_consumers)]

@@ -27,13 +27,15 @@ class UsageError(Exception):
     """Flags that argparse accepts but that make no sense together (exit status 2)."""
 
 
-def configure_logging(level: str, quiet_asyncio: bool = False) -> None:
-    """Log records at `level` (DEBUG, INFO, WARNING, ERROR) and above go to stderr.
+def configure_logging(level: str, quiet_asyncio: bool = False, stream=None) -> None:
+    """Log records at `level` (DEBUG, INFO, WARNING, ERROR) and above go to stream (default
+    stderr; `standalone` logs to stdout, as Pulsar's standalone does).
 
     With quiet_asyncio (the client-side verbs) and a level above DEBUG, asyncio's own logger is
     kept to CRITICAL: its "exception was never retrieved" reports about the client's internal
     futures are noise for a command-line user."""
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=stream)
     if quiet_asyncio and logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
 

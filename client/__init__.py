@@ -21,7 +21,7 @@ from minipulsar.client.options import (  # noqa: E402
     HashingScheme, InitialPosition, KeySharedMode, PartitionsRoutingMode, SubscriptionMode,
 )
 from minipulsar.client.schema import BytesSchema, Schema, StringSchema  # noqa: E402
-from minipulsar.client.auth import AuthenticationToken  # noqa: E402
+from minipulsar.client.auth import AuthenticationBasic, AuthenticationToken  # noqa: E402
 from minipulsar.client.client import Client  # noqa: E402
 from minipulsar.client.producer import Producer  # noqa: E402
 from minipulsar.client.consumer import Consumer  # noqa: E402

@@ -4,6 +4,8 @@ AuthenticationToken(token) sends method "token" and the token bytes, as Pulsar's
 token may be a string or a zero-argument callable returning one (re-read on every connect).
 AuthenticationTLS(certificate, key) sends method "tls": the credential is the client certificate
 the TLS handshake presents (the connection must be pulsar+ssl:// and present it).
+AuthenticationBasic(user, password) sends method "basic" and `user:password`, and the web
+service gets `Authorization: Basic base64(user:password)`, as Pulsar's AuthenticationBasic.
 
 create_authentication(plugin, params) builds a plugin from the class name and parameter string
 Pulsar's tools take (--auth-plugin / --auth-params, brokerClientAuthenticationPlugin /
@@ -11,10 +13,13 @@ brokerClientAuthenticationParameters):
     org.apache.pulsar.client.impl.auth.AuthenticationToken   token:<jwt> | file:///path | {"token": "<jwt>"} | <jwt>
     org.apache.pulsar.client.impl.auth.AuthenticationTls     tlsCertFile:/path,tlsKeyFile:/path
                                                              | {"tlsCertFile": ..., "tlsKeyFile": ...}
-("token" and "tls" are accepted as short names, as the C++ client's AuthFactory accepts them).
+    org.apache.pulsar.client.impl.auth.AuthenticationBasic   {"userId": ..., "password": ...[, "method": ...]}
+                                                             | userId:<user>,password:<password>
+("token", "tls" and "basic" are accepted as short names, as the C++ client's AuthFactory accepts them).
 """
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Callable
@@ -22,6 +27,7 @@ from urllib.parse import unquote, urlparse
 
 TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
 TLS_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationTls"
+BASIC_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationBasic"
 
 
 class Authentication:
@@ -83,6 +89,33 @@ class AuthenticationTLS(Authentication):
         return "tls"
 
 
+class AuthenticationBasic(Authentication):
+    """Basic authentication, as Pulsar's AuthenticationBasic (auth method "basic").
+
+    Arguments:
+        user_id (str): the user name in the broker's htpasswd data. No default.
+        password (str): its password. No default.
+        method (str): the auth method name sent (default "basic", the broker's provider's name;
+            the official client's `method` argument).
+    """
+
+    def __init__(self, user_id: str, password: str, method: str = "basic"):
+        self.user_id = user_id
+        self._password = password
+        self.method = method
+
+    def auth_method_name(self) -> str:
+        return self.method
+
+    def auth_data(self) -> bytes:
+        """`user:password` as UTF-8 bytes."""
+        return f"{self.user_id}:{self._password}".encode("utf-8")
+
+    def http_headers(self) -> dict[str, str]:
+        """`Authorization: Basic base64(user:password)`."""
+        return {"Authorization": "Basic " + base64.b64encode(self.auth_data()).decode("ascii")}
+
+
 def token_file_supplier(url: str) -> Callable[[], str]:
     """A supplier reading the token from a file: URL on every call, as Pulsar re-reads it."""
     path = Path(unquote(urlparse(url).path))
@@ -117,8 +150,21 @@ def tls_from_params(params: str) -> AuthenticationTLS:
         raise ValueError("TLS auth params need tlsCertFile and tlsKeyFile") from None
 
 
+def basic_from_params(params: str) -> AuthenticationBasic:
+    """AuthenticationBasic from {"userId": ..., "password": ...[, "method": ...]} or
+    'userId:<user>,password:<password>'."""
+    params = params.strip()
+    try:
+        values = json.loads(params) if params.startswith("{") else dict(
+            item.split(":", 1) for item in params.split(",") if ":" in item)
+        return AuthenticationBasic(str(values["userId"]), str(values["password"]), str(values.get("method", "basic")))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise ValueError("basic auth params must be {\"userId\": \"...\", \"password\": \"...\"}") from None
+
+
 _PLUGINS = {TOKEN_PLUGIN: token_from_params, "token": token_from_params,
-            TLS_PLUGIN: tls_from_params, "tls": tls_from_params}
+            TLS_PLUGIN: tls_from_params, "tls": tls_from_params,
+            BASIC_PLUGIN: basic_from_params, "basic": basic_from_params}
 
 
 def create_authentication(plugin: str, params: str = "") -> Authentication:
@@ -126,5 +172,6 @@ def create_authentication(plugin: str, params: str = "") -> Authentication:
     ValueError for an unknown plugin or parameters it cannot use."""
     factory = _PLUGINS.get(plugin.strip())
     if factory is None:
-        raise ValueError(f"unknown authentication plugin {plugin!r} (one of {TOKEN_PLUGIN}, {TLS_PLUGIN})")
+        raise ValueError(f"unknown authentication plugin {plugin!r} (one of {TOKEN_PLUGIN}, {TLS_PLUGIN}, "
+                         f"{BASIC_PLUGIN})")
     return factory(params)

@@ -5,11 +5,17 @@ One broker owns every topic, so LOOKUP always answers Connect to our advertised 
 pulsar+ssl:// one of brokerServicePortTls), or to the URLs of the advertised listener it names
 (broker/listeners.py). With authorizationEnabled a role needs produce or consume permission on the
 topic to look it up (AuthorizationError otherwise, as Pulsar's canLookup).
+A standalone broker (runningStandalone, set by `minipulsar standalone`) whose answer names a
+loopback address sets proxy_through_service_url, so clients stay on the address they connected to:
+a container's published port, as Pulsar's TopicLookupBase.shouldRedirectThroughServiceUrl does.
 """
 from __future__ import annotations
 
+import functools
+import ipaddress
 import logging
 import re
+import socket
 from typing import TYPE_CHECKING
 
 from minipulsar.broker.errors import BrokerError, InvalidTopicNameError
@@ -61,9 +67,22 @@ def handle_lookup(conn: "ServerConnection", frame: Frame) -> None:
         if listener.service_url_tls:
             reply.brokerServiceUrlTls = listener.service_url_tls
         reply.authoritative = True
+        if conn.broker.config.running_standalone:
+            reply.proxy_through_service_url = names_loopback(listener.service_url or listener.service_url_tls or "")
     except BrokerError as exc:
         reply.response, reply.error, reply.message = LookupResponse.Failed, exc.server_error, str(exc)
     conn.send(api.BaseCommand(type=Type.LOOKUP_RESPONSE, lookupTopicResponse=reply))
+
+
+@functools.lru_cache(maxsize=64)
+def names_loopback(url: str) -> bool:
+    """Whether url's host is a loopback address (resolved once per URL; a name that does not
+    resolve is not loopback, as in Pulsar)."""
+    host = url.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+    try:
+        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+    except (OSError, ValueError):
+        return False
 
 
 def handle_get_topics_of_namespace(conn: "ServerConnection", frame: Frame) -> None:

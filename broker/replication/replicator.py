@@ -34,6 +34,8 @@ from minipulsar.broker.replication.markers import REPLICATED_SUBSCRIPTION_MARKER
 from minipulsar.broker.replication.misdirection import (LOG_INTERVAL, is_refusal, refusal_advice,
                                                          replicator_producer_name)
 from minipulsar.broker.replication.remote_producer import RemoteProducer
+from minipulsar.broker.stats_rates import RateMeter
+from minipulsar.broker.stats_shapes import REPLICATOR_ZERO
 from minipulsar.client.backoff import Backoff
 from minipulsar.client.exceptions import AlreadyClosed
 from minipulsar.proto.errors import FrameError
@@ -71,7 +73,7 @@ class Replicator:
         self._closed = False
         self.msg_out = 0
         self.bytes_out = 0
-        self._rate = _Rate()
+        self.rates = RateMeter(2)  # msg/s, bytes/s of msg_out, bytes_out (the broker's stats timer)
 
     def __repr__(self) -> str:
         return f"Replicator({self.topic.name} -> {self.remote})"
@@ -197,47 +199,31 @@ class Replicator:
             self.cursor.delete([position])
         self.msg_out += count
         self.bytes_out += size
-        self._rate.add(count, size)
         self._wake.set()
 
     # ---- stats -----------------------------------------------------------------------------
     def stats(self) -> dict:
-        """Pulsar ReplicatorStats fields."""
-        msg_rate, byte_rate = self._rate.rates()
+        """Pulsar ReplicatorStats (broker/stats_shapes.py); the inbound fields are filled by the
+        topic from the remote's replicator producer. msgOutCounter, bytesOutCounter and
+        producerName are ours (msgOutCount and bytesOutCount are Pulsar's names)."""
+        rate, throughput = self.rates.rates
         delay = 0.0
         if self._in_flight:
             delay = max(0.0, time.time() - self._in_flight[0][0] / 1000.0)
-        return {
-            "connected": self.connected,
+        connected = self.connected
+        stats = {
+            **REPLICATOR_ZERO,
+            "msgRateOut": rate,
+            "msgOutCount": self.msg_out,
+            "msgThroughputOut": throughput,
+            "bytesOutCount": self.bytes_out,
             "replicationBacklog": self.cursor.number_of_entries_in_backlog() if self.cursor else 0,
-            "msgRateOut": msg_rate,
-            "msgThroughputOut": byte_rate,
+            "connected": connected,
+            "replicationDelayInSeconds": int(delay),
+            "inboundConnection": None,  # None: no such connection (the REST answer leaves it out, as Pulsar)
+            "outboundConnection": self.producer.cnx.logical_url if connected else None,
             "msgOutCounter": self.msg_out,
             "bytesOutCounter": self.bytes_out,
-            "replicationDelayInSeconds": delay,
             "producerName": self.producer_name,
-            "inboundConnection": None,
-            "outboundConnection": self.producer.cnx.logical_url if self.connected else None,
         }
-
-
-class _Rate:
-    """Messages and bytes per second over the last completed 1-second windows (about 5 s)."""
-
-    def __init__(self, window: float = 5.0):
-        self.window = window
-        self._events: collections.deque[tuple[float, int, int]] = collections.deque()
-
-    def add(self, messages: int, size: int) -> None:
-        now = time.monotonic()
-        self._events.append((now, messages, size))
-        while self._events and self._events[0][0] < now - self.window:
-            self._events.popleft()
-
-    def rates(self) -> tuple[float, float]:
-        now = time.monotonic()
-        while self._events and self._events[0][0] < now - self.window:
-            self._events.popleft()
-        messages = sum(e[1] for e in self._events)
-        size = sum(e[2] for e in self._events)
-        return messages / self.window, size / self.window
+        return stats

@@ -3,7 +3,7 @@ Pulsar's org.apache.pulsar.broker.authentication.AuthenticationService.
 
 A binary CONNECT (or AUTH_RESPONSE) goes to the provider of its auth_method_name; a web request
 to the first provider that finds its kind of credentials in it (a Bearer token, a client
-certificate). Credentials of a method no provider serves get anonymousUserRole when that is set,
+certificate, Basic credentials). Credentials of a method no provider serves get anonymousUserRole when that is set,
 and are refused otherwise, as in Pulsar.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable, Mapping, Protocol
 
 from minipulsar.broker.config import BrokerConfig, ConfigError
-from minipulsar.broker.security import tls_provider, token_provider
+from minipulsar.broker.security import basic_provider, tls_provider, token_provider
 from minipulsar.broker.security.errors import AuthenticationFailedError
 from minipulsar.broker.security.state import AuthState
 
@@ -19,6 +19,7 @@ from minipulsar.broker.security.state import AuthState
 PROVIDERS: dict[str, Callable[[BrokerConfig], "Provider"]] = {
     token_provider.CLASS_NAME: token_provider.AuthenticationProviderToken.from_config,
     tls_provider.CLASS_NAME: lambda config: tls_provider.AuthenticationProviderTls(),
+    basic_provider.CLASS_NAME: basic_provider.AuthenticationProviderBasic.from_config,
 }
 
 

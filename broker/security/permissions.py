@@ -47,8 +47,11 @@ class PermissionStore:
         self._store = store
 
     def _auth_policies(self, namespace: str) -> dict:
+        """The namespace's auth_policies with every field present: a policy body may omit any of
+        them (Pulsar's JSON allows it), and an omitted one holds no grant."""
         policies = self._namespaces.policies(namespace) or {}
-        return policies.get(AUTH_POLICIES) or _empty_auth_policies()
+        stored = policies.get(AUTH_POLICIES) or {}
+        return {**_empty_auth_policies(), **{key: value for key, value in stored.items() if value is not None}}
 
     # ---- queries -------------------------------------------------------------------------
     def namespace_permissions(self, namespace: str) -> dict[str, list[str]]:

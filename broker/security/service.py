@@ -43,6 +43,7 @@ class BrokerSecurity:
     def __init__(self, config: BrokerConfig, namespaces: "Namespaces", store: "MetadataStore"):
         check_settings(config)
         self.config = config
+        self._namespaces = namespaces
         self.authentication = AuthenticationService.from_config(config) if config.authentication_enabled else None
         self.permissions = PermissionStore(namespaces, store)
         self.authorization = (AuthorizationService(role_list(config.super_user_roles), namespaces, self.permissions)
@@ -79,26 +80,33 @@ class BrokerSecurity:
         return self.client_authentication
 
     # ---- authorization of binary commands --------------------------------------------------
+    # Each check first raises TopicNotFoundError when the topic's tenant or namespace does not
+    # exist: Pulsar looks the namespace up before it checks permissions, so a client learns that
+    # the topic is missing rather than that it may not use it.
     def check_produce(self, conn: "ServerConnection", topic: TopicName) -> None:
         """Raise NotAuthorizedError unless the connection's role may produce on topic."""
-        if self.authorization is not None and not self.authorization.can_produce(topic, _role(conn)):
+        if self.authorization is not None and not self._allowed(topic, self.authorization.can_produce, conn):
             self._deny(conn, "Client is not authorized to Produce", topic)
 
     def check_consume(self, conn: "ServerConnection", topic: TopicName) -> None:
         """Raise NotAuthorizedError unless the connection's role may subscribe to topic."""
-        if self.authorization is not None and not self.authorization.can_consume(topic, _role(conn)):
+        if self.authorization is not None and not self._allowed(topic, self.authorization.can_consume, conn):
             self._deny(conn, "Client is not authorized to subscribe", topic)
 
     def check_lookup(self, conn: "ServerConnection", topic: TopicName, what: str = "Lookup") -> None:
         """Raise NotAuthorizedError unless the connection's role may look topic up (what: the
         operation's name in the message, "Lookup" or "Get Partition Metadata" as Pulsar)."""
-        if self.authorization is not None and not self.authorization.can_lookup(topic, _role(conn)):
+        if self.authorization is not None and not self._allowed(topic, self.authorization.can_lookup, conn):
             self._deny(conn, f"Client is not authorized to {what}", topic)
 
     def check_list_topics(self, conn: "ServerConnection", namespace: str) -> None:
         """Raise NotAuthorizedError unless the connection's role may list the namespace's topics."""
         if self.authorization is not None and not self.authorization.can_list_topics(namespace, _role(conn)):
             self._deny(conn, "Client is not authorized to list topics", namespace)
+
+    def _allowed(self, topic: TopicName, permission, conn: "ServerConnection") -> bool:
+        self._namespaces.check(topic)  # TopicNotFoundError
+        return permission(topic, _role(conn))
 
     def _deny(self, conn: "ServerConnection", message: str, resource) -> None:
         log.warning("%s: %s with role %s on %s", conn.peer_address, message, _role(conn), resource)

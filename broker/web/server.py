@@ -85,6 +85,8 @@ class WebService:
             await site.start()
             self.port = self._runner.addresses[0][1]
             log.info("web service listening on %s:%d", config.bind_address, self.port)
+            # Pulsar's WebService line, which Testcontainers modules and scripts wait for
+            log.info("HTTP Service started at http://%s:%d", config.bind_address, self.port)
         await self._start_tls_site()
 
     async def _start_tls_site(self) -> None:
@@ -102,6 +104,7 @@ class WebService:
         self.port_tls = self._runner.addresses[-1][1]  # the site just started
         config.web_service_port_tls = str(self.port_tls)
         log.info("web service listening with TLS on %s:%d", config.bind_address, self.port_tls)
+        log.info("HTTPS Service started at https://%s:%d", config.bind_address, self.port_tls)
 
     async def stop(self) -> None:
         if self._runner is not None:

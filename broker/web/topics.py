@@ -12,6 +12,7 @@ import json
 from aiohttp import web
 
 from minipulsar.broker.topic_name import TopicName
+from minipulsar.broker.stats_shapes import sum_topic_stats, without_nulls
 from minipulsar.broker.web import internal_stats
 from minipulsar.broker.web.context import broker_of, json_body, no_content, query_bool
 from minipulsar.broker.web.errors import RestError, bad_request, not_found
@@ -188,7 +189,13 @@ async def compaction_status(request: web.Request) -> web.Response:
 
 # ---- stats ---------------------------------------------------------------------------------
 async def stats(request: web.Request) -> web.Response:
-    return web.json_response((await loaded_topic(request)).stats())
+    stats = {**(await loaded_topic(request)).stats(), "ownerBroker": _owner_broker(request)}
+    return web.json_response(without_nulls(stats))
+
+
+def _owner_broker(request: web.Request) -> str:
+    """TopicStats.ownerBroker: the owning broker's web address, host:port as Pulsar names it."""
+    return broker_of(request).web_service_url.split("://", 1)[-1]
 
 
 def _partitions(request: web.Request) -> list[TopicName]:
@@ -208,26 +215,12 @@ async def _existing_partition_topics(request: web.Request):
 
 async def partitioned_stats(request: web.Request) -> web.Response:
     per_partition = {name: topic.stats() for name, topic in (await _existing_partition_topics(request)).items()}
-    result = _sum_stats(list(per_partition.values()))
+    result = sum_topic_stats(list(per_partition.values()))
+    result["ownerBroker"] = _owner_broker(request)
     result["metadata"] = {"partitions": len(_partitions(request))}
     if query_bool(request, "perPartition", default=True):
         result["partitions"] = per_partition
-    return web.json_response(result)
-
-
-def _sum_stats(parts: list[dict]) -> dict:
-    """Pulsar's PartitionedTopicStats: counters summed, subscriptions merged by name."""
-    total: dict = {"msgInCounter": 0, "storageSize": 0, "numberOfEntries": 0, "publishers": [], "subscriptions": {}}
-    for part in parts:
-        for key in ("msgInCounter", "storageSize", "numberOfEntries"):
-            total[key] += part.get(key, 0)
-        total["publishers"].extend(part["publishers"])
-        for name, sub in part["subscriptions"].items():
-            merged = total["subscriptions"].setdefault(name, {"msgBacklog": 0, "unackedMessages": 0, "consumers": []})
-            merged["msgBacklog"] += sub["msgBacklog"]
-            merged["unackedMessages"] += sub["unackedMessages"]
-            merged["consumers"].extend(sub["consumers"])
-    return total
+    return web.json_response(without_nulls(result))
 
 
 async def internal(request: web.Request) -> web.Response:

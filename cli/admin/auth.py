@@ -1,10 +1,12 @@
-"""--auth-plugin and --auth-params, as Pulsar's tools (pulsar-admin, pulsar-client) take them; shared
-by `minipulsar admin` and `minipulsar client`.
+"""--auth-plugin and --auth-params, as Pulsar's tools (pulsar-admin, pulsar-client, pulsar-perf) take
+them, and the TLS flags of the client verbs; shared by `minipulsar admin`, `client` and `perf`.
 
     --auth-plugin org.apache.pulsar.client.impl.auth.AuthenticationToken --auth-params token:<jwt>
     --auth-plugin org.apache.pulsar.client.impl.auth.AuthenticationToken --auth-params file:///path/to/token
     --auth-plugin org.apache.pulsar.client.impl.auth.AuthenticationTls
         --auth-params tlsCertFile:/c.pem,tlsKeyFile:/k.pem
+    --auth-plugin org.apache.pulsar.client.impl.auth.AuthenticationBasic
+        --auth-params '{"userId":"alice","password":"secret"}'
 """
 from __future__ import annotations
 
@@ -31,3 +33,16 @@ def authentication_of(args: argparse.Namespace) -> Authentication | None:
         return create_authentication(args.auth_plugin, args.auth_params)
     except ValueError as exc:
         raise UsageError(f"--auth-plugin: {exc}") from None
+
+
+def add_client_tls_arguments(parser: argparse.ArgumentParser) -> None:
+    """--tls-trust-cert-path and --tls-allow-insecure of the verbs that connect over pulsar+ssl://
+    (client.conf's tlsTrustCertsFilePath and tlsAllowInsecureConnection)."""
+    parser.add_argument("--tls-trust-cert-path", help="CAs (PEM) that sign the broker's certificate")
+    parser.add_argument("--tls-allow-insecure", action="store_true", help="accept an untrusted broker certificate")
+
+
+def client_connection_options(args: argparse.Namespace) -> dict:
+    """The minipulsar.client.Client options those flags and --auth-plugin/--auth-params give."""
+    return {"authentication": authentication_of(args), "tls_trust_certs_file_path": args.tls_trust_cert_path,
+            "tls_allow_insecure_connection": args.tls_allow_insecure}

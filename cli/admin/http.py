@@ -8,7 +8,8 @@ no body). Any other answer raises AdminError carrying the server's {"reason": ..
 an unreachable server raises AdminError naming the URL and the OS error, never a traceback.
 
 show() prints a value as pulsar-admin's CliCommand.print does: a string as it is, a list item by
-item (one per line), anything else as pretty-printed JSON.
+item (one per line), anything else as JSON in the layout of Jackson's default pretty printer
+(`"key" : value`, `[ { ... } ]`, `{ }`), so scripts that read pulsar-admin's output read ours.
 """
 from __future__ import annotations
 
@@ -145,4 +146,22 @@ def show(value: Any) -> None:
         for item in value:
             show(item)
     else:
-        print(json.dumps(value, indent=2))
+        print(jackson_pretty(value))
+
+
+def jackson_pretty(value: Any, level: int = 0) -> str:
+    """value as Jackson's DefaultPrettyPrinter writes it: objects one member a line indented by
+    two spaces with ' : ' after the name, arrays on the line of their first item ('[ a, b ]',
+    '[ {' ... '} ]'), empty ones as '{ }' and '[ ]'."""
+    if isinstance(value, dict):
+        if not value:
+            return "{ }"
+        inner = "  " * (level + 1)
+        members = (f"{inner}{json.dumps(str(key), ensure_ascii=False)} : {jackson_pretty(item, level + 1)}"
+                   for key, item in value.items())
+        return "{\n" + ",\n".join(members) + "\n" + "  " * level + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[ ]"
+        return "[ " + ", ".join(jackson_pretty(item, level) for item in value) + " ]"
+    return json.dumps(value, ensure_ascii=False)

@@ -196,3 +196,25 @@ def test_producer_and_subscribe_refusals_on_the_wire(authz_broker, make_token, r
         assert raw.receive().type == Type.SUCCESS  # frank may consume
     finally:
         raw.close()
+
+
+def test_namespace_body_with_only_namespace_auth_serves_lookups(authz_broker, rest, make_token):
+    """apache/pulsar-client-python's CI creates namespaces this way; every field of a policy body
+    may be left out, as Pulsar's JSON allows."""
+    assert rest("admin")("PUT", "/admin/v2/tenants/private", {"adminRoles": [], "allowedClusters": ["standalone"]}).ok
+    body = {"auth_policies": {"namespace_auth": {"token-principal": ["produce", "consume"]}},
+            "replication_clusters": ["standalone"]}
+    assert rest("admin")("PUT", "/admin/v2/namespaces/private/auth", body).status_code in (200, 204)
+    topic = "persistent://private/auth/orders"
+    with client_as(authz_broker, make_token, "token-principal") as client:
+        consumer = client.subscribe(topic, "sub")
+        client.create_producer(topic).send(b"granted")
+        assert consumer.receive(5000).data() == b"granted"
+    assert not can_produce(authz_broker, make_token, "stranger", topic)
+
+
+def test_missing_tenant_is_topic_not_found_before_any_permission_check(authz_broker, make_token):
+    """Pulsar looks the namespace up before it checks permissions."""
+    with client_as(authz_broker, make_token, "stranger") as client:
+        with pytest.raises(pulsar.TopicNotFound):
+            client.create_producer("persistent://no-such-tenant/ns/topic")

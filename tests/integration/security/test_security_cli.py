@@ -103,7 +103,13 @@ def test_admin_over_https_with_a_client_certificate(broker_factory, pki, jwt_key
 def test_broker_refuses_to_start_with_security_that_cannot_work(tmp_path):
     conf = tmp_path / "broker.conf"
     conf.write_text("authenticationEnabled=true\n"
+                    "authenticationProviders=org.apache.pulsar.broker.authentication.AuthenticationProviderAthenz\n")
+    result = run("broker", "--config", str(conf), "--data-dir", str(tmp_path / "data"), "--broker-service-port", "0",
+                 "--web-service-port", "0", ok=False)
+    assert "config key authenticationProviders" in result.stderr and "AuthenticationProviderAthenz" in result.stderr
+    # Basic authentication without its htpasswd data would refuse every client: refused at start-up
+    conf.write_text("authenticationEnabled=true\n"
                     "authenticationProviders=org.apache.pulsar.broker.authentication.AuthenticationProviderBasic\n")
     result = run("broker", "--config", str(conf), "--data-dir", str(tmp_path / "data"), "--broker-service-port", "0",
                  "--web-service-port", "0", ok=False)
-    assert "config key authenticationProviders" in result.stderr and "AuthenticationProviderBasic" in result.stderr
+    assert "config key basicAuthConf" in result.stderr and "pulsar.auth.basic.conf" in result.stderr

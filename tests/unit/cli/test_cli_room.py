@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from minipulsar.cli import broker as broker_verb
 from minipulsar.cli import parser
+from minipulsar.cli import standalone as standalone_verb
 from minipulsar.cli.perf import InvalidTopicNameError, expand_topics
 from minipulsar.proto.topic_name import full_topic_name
 from tests import ROOT
@@ -148,13 +148,23 @@ def _flags(verb: argparse.ArgumentParser) -> list[tuple]:
             for a in verb._actions]
 
 
-def test_standalone_takes_exactly_the_broker_flags_and_runs_the_broker():
+def test_standalone_takes_the_broker_flags_and_pulsar_standalone_flags():
     standalone, broker = _verb_parser("standalone"), _verb_parser("broker")
-    assert _flags(standalone) == _flags(broker)
-    assert standalone.get_default("run") is broker.get_default("run") is broker_verb.run
-    args = parser().parse_args(["standalone", "--data-dir", "/tmp/d", "--broker-service-port", "6651",
-                                "--log-level", "debug"])
-    assert (args.data_dir, args.broker_service_port, args.log_level, args.config) == ("/tmp/d", "6651", "DEBUG", None)
+    by_dest = {flag[1]: flag for flag in _flags(broker)}
+    for flag in _flags(standalone):  # the broker's flags, some under Pulsar's extra short names too
+        if flag[1] in by_dest:
+            assert set(by_dest[flag[1]][0]) <= set(flag[0]) and flag[2:] == by_dest[flag[1]][2:]
+    extra = {name for flag in _flags(standalone) if flag[1] not in by_dest for name in flag[0]}
+    assert extra == {"--wipe-data", "-nss", "--no-stream-storage", "-nfw", "--no-functions-worker", "--only-broker",
+                     "--no-broker", "--bookkeeper-dir", "--zookeeper-dir", "--zookeeper-port", "--bookkeeper-port",
+                     "--num-bookies", "--stream-storage-port", "--metadata-dir", "--metadata-url", "-fwc",
+                     "--functions-worker-conf"}
+    args = parser().parse_args(["standalone", "-c", "conf/standalone.conf", "-a", "localhost", "-nss", "-nfw",
+                                "--bookkeeper-dir", "data/bk", "--data-dir", "/tmp/d", "--log-level", "debug"])
+    assert (args.config, args.advertised_address, args.data_dir, args.log_level) == (
+        "conf/standalone.conf", "localhost", "/tmp/d", "DEBUG")
+    assert args.running_standalone and standalone_verb.ignored_flags(args) == [
+        "--no-stream-storage", "--no-functions-worker", "--bookkeeper-dir data/bk"]
 
 
 # ---- perf without the broker's TopicName -----------------------------------------------------
