@@ -425,7 +425,7 @@ class Subscription(ConsumerCounters):
             **self.consumer_totals(),
             "type": self.type_name,
             "msgBacklog": backlog,
-            "backlogSize": round(backlog * self.topic.average_entry_size()),
+            "backlogSize": self.topic.backlog_size(self.cursor),
             "isDurable": self.durable,
             "isReplicated": self.replicated,
             "msgRateExpired": self.expiry_rate.rates[0],

@@ -235,17 +235,15 @@ class PersistentTopic(AbstractTopic):
             subscription.stop()
         await self.ledger.close()
 
-    def average_entry_size(self) -> float:
-        """Stored bytes per stored entry (0 when empty): the estimate behind backlogSize, as
-        Pulsar's ManagedLedger estimates a backlog's bytes from its ledgers' sizes."""
-        entries = self.ledger.number_of_entries
-        return self.ledger.total_size / entries if entries else 0.0
-
-    def backlog_size(self) -> int:
-        """Pulsar's estimated backlog size: the bytes after the slowest cursor's mark-delete
-        position (subscriptions and replicators alike), estimated per entry."""
-        backlog = max((cursor.number_of_entries_in_backlog() for cursor in self.ledger.cursors.values()), default=0)
-        return round(backlog * self.average_entry_size())
+    def backlog_size(self, cursor=None) -> int:
+        """Bytes of the entries after a cursor's mark-delete position (default: the slowest
+        durable cursor's, subscriptions and replicators alike), record headers excluded: Pulsar's
+        backlogSize (ManagedLedger.getEstimatedBacklogSize), exact here from the ledger map."""
+        ledger = self.ledger
+        cursors = [cursor] if cursor is not None else list(ledger.cursors.values())
+        if not cursors:
+            return 0
+        return ledger.size_between(min(c.mark_delete_position for c in cursors), ledger.last_confirmed_position)
 
     def stats(self) -> dict:
         """Pulsar TopicStats (broker/stats_shapes.py); numberOfEntries and lastConfirmedEntry are ours."""

@@ -118,7 +118,7 @@ def topic_stats(topic, sampler: RateSampler, now: float) -> dict:
         "msgThroughputOut": sum(s["msgThroughputOut"] for s in subscriptions.values())
                             + sum(r["msgThroughputOut"] for r in replication.values()),
         "storageSize": topic.ledger.total_size if persistent else 0,
-        "backlogSize": _backlog_size(topic) if persistent else 0,
+        "backlogSize": topic.backlog_size() if persistent else 0,
         "pendingAddEntriesCount": topic.ledger.pending_appends if persistent else 0,
     }
     sampler.forget_untouched()
@@ -180,15 +180,6 @@ def _since_first_unacked(subscription) -> int:
 def _ranges(subscription) -> int:
     cursor = getattr(subscription, "cursor", None)
     return cursor.individually_deleted_ranges_count if cursor is not None else 0
-
-
-def _backlog_size(topic) -> int:
-    """Bytes after the slowest subscription's mark-delete position (Pulsar's estimated backlog size)."""
-    cursors = [s.cursor for s in topic.subscriptions.values() if getattr(s, "cursor", None) is not None]
-    if not cursors:
-        return 0
-    ledger = topic.ledger
-    return ledger.size_between(min(c.mark_delete_position for c in cursors), ledger.last_confirmed_position)
 
 
 def _replication(topic, sampler: RateSampler, now: float) -> dict:

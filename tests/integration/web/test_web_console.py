@@ -60,6 +60,12 @@ def test_a_topic_appears_with_its_subscription_and_backlog(broker, official, top
     assert backlog(broker, topic, "billing") == 5
 
 
+@pytest.fixture
+def broker(broker_factory):
+    """Topic stats' rates (which the console charts) refreshed every second, not every 60 s."""
+    return broker_factory(statsUpdateFrequencyInSecs=1)
+
+
 def test_the_rate_chart_moves_while_messages_flow(broker, official, topic, browser, console_url):
     consumer = official.subscribe(topic, "readers")
     producer = official.create_producer(topic)
