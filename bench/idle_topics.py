@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import socket
-import struct
 import sys
 import tempfile
 import time
@@ -27,10 +25,8 @@ import pulsar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from perf_compare import minipulsar, pulsar_lite  # noqa: E402  (bench/ is not a package)
+from memory import idle_connections  # noqa: E402
 from process_stats import open_fds, rss_kib  # noqa: E402
-
-from minipulsar.proto import PulsarApi_pb2 as api  # noqa: E402
-from minipulsar.proto.frames import encode_command  # noqa: E402
 
 BROKERS = {"minipulsar": minipulsar, "pulsar-lite": pulsar_lite}
 
@@ -47,20 +43,6 @@ def load_topics(url: str, count: int) -> None:
             client.subscribe(f"{base}-{i}", "keep").close()
     finally:
         client.close()
-
-
-def idle_connections(port: int, count: int) -> list[socket.socket]:
-    connect = encode_command(api.BaseCommand(type=api.BaseCommand.CONNECT, connect=api.CommandConnect(
-        client_version="bench-idle", protocol_version=20)))
-    sockets = []
-    for _ in range(count):
-        sock = socket.create_connection(("127.0.0.1", port))
-        sock.sendall(connect)
-        (size,) = struct.unpack(">I", sock.recv(4))
-        while size:  # CONNECTED
-            size -= len(sock.recv(size))
-        sockets.append(sock)
-    return sockets
 
 
 def measure(name: str, args) -> list[tuple[str, dict[str, int]]]:

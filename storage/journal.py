@@ -26,7 +26,7 @@ import os
 import queue
 import threading
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from . import journal_format as jf

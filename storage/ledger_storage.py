@@ -168,7 +168,7 @@ class LedgerStorage:
                 self._control(op)
             elif kind is SealOp:
                 self._close_owner(op)
-            else:
+            elif kind is CheckpointOp:
                 asked.append(op)
         return asked
 

@@ -1,7 +1,6 @@
 """A broker process whose data dir lives on a faultfs mount, and the official client around it."""
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 from pathlib import Path
@@ -9,14 +8,6 @@ from pathlib import Path
 import pulsar
 
 from minipulsar.launcher import BrokerProcess
-
-def fsync_dir(path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
 
 class BrokerOnFaultFS(BrokerProcess):
     """``python -m minipulsar broker`` (minipulsar.launcher) with its data dir at ``<mount>/data``;

@@ -19,8 +19,9 @@ import pulsar
 import pytest
 import requests
 
+from minipulsar.storage.segment import fsync_dir
 from tests.e2e.storage.broker_on_faultfs import (SUBSCRIPTION, AsyncProducer, BrokerOnFaultFS, check_acked_survived, client,
-                                consume_all, fsync_dir, produce, subscribe)
+                                                 consume_all, produce, subscribe)
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -17,17 +17,10 @@ import time
 
 import pytest
 
+from minipulsar.storage.segment import fsync_dir
 from tools.faultfs.control import FaultFSError
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def fsync_dir(path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_file(path, data: bytes, sync: bool = True) -> None:

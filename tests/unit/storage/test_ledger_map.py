@@ -8,26 +8,15 @@ The map used by most tests, payload sizes in brackets:
     ledger 6   sealed   [5, 7]
     ledger 7   current  [1, 2]
 """
-from array import array
-
 import pytest
 
 from minipulsar.storage import EARLIEST, LedgerInfo, Position
 from minipulsar.storage.ledger_map import LedgerMap
-from minipulsar.storage.segment import HEADER_SIZE, RECORD_OVERHEAD, SegmentIndex
+from tests.unit.storage.segments import index
 
 P = Position
 SIZES = {4: [10, 20, 30], 5: [], 6: [5, 7], 7: [1, 2]}
 ALL = [P(4, 0), P(4, 1), P(4, 2), P(6, 0), P(6, 1), P(7, 0), P(7, 1)]  # every retained entry, in order
-
-
-def index(ledger_id: int, sizes: list[int], sealed_at_ms: int = 0) -> SegmentIndex:
-    """The SegmentIndex of a segment holding records of these payload sizes."""
-    offsets, offset = array("q"), HEADER_SIZE
-    for size in sizes:
-        offsets.append(offset)
-        offset += RECORD_OVERHEAD + size
-    return SegmentIndex(ledger_id, offsets, offset, sealed_at_ms)
 
 
 def build(sizes: dict[int, list[int]], current: int) -> LedgerMap:

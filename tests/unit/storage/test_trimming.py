@@ -1,26 +1,15 @@
 """The trimming policy (Pulsar internalTrimLedgers) on a ledger map built directly, and the
 write-latency recorder: pure functions, no files, no event loop."""
-from array import array
-
 import pytest
 
 from minipulsar.storage import Position
 from minipulsar.storage.ledger_map import LedgerMap
-from minipulsar.storage.segment import HEADER_SIZE, RECORD_OVERHEAD, SegmentIndex
 from minipulsar.storage.trimming import MIB, ledgers_to_trim
 from minipulsar.storage.write_latency import WRITE_LATENCY_BUCKETS_USEC, WriteLatencyRecorder
+from tests.unit.storage.segments import index
 
 P = Position
 NOW = 10 * 60_000 * 1000  # ms
-
-
-def index(ledger_id: int, sizes: list[int], sealed_at_ms: int = 0) -> SegmentIndex:
-    """The SegmentIndex of a segment holding records of these payload sizes."""
-    offsets, offset = array("q"), HEADER_SIZE
-    for size in sizes:
-        offsets.append(offset)
-        offset += RECORD_OVERHEAD + size
-    return SegmentIndex(ledger_id, offsets, offset, sealed_at_ms)
 
 
 @pytest.fixture
