@@ -15,8 +15,8 @@ from aiohttp import web
 from minipulsar import __version__
 from minipulsar.broker.config import PORT_OFF
 from minipulsar.broker.security.web import security_middleware
-from minipulsar.broker.web import (brokers, lookup, metrics, namespace_policies, permissions, schemas, subscriptions,
-                                  tenants, topics)
+from minipulsar.broker.web import (brokers, functions, lookup, metrics, namespace_policies, permissions, schemas,
+                                  subscriptions, tenants, topics)
 from minipulsar.broker.web.context import BROKER
 from minipulsar.broker.web.errors import error_middleware
 from minipulsar.broker.web.routes import OBJECT, RouteTable
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ROUTE_GROUPS = (lookup, brokers, tenants, namespace_policies, topics, subscriptions, schemas, metrics, permissions)
+ROUTE_GROUPS = (lookup, brokers, tenants, namespace_policies, topics, subscriptions, schemas, metrics, permissions,
+                functions)
 
 
 def route_table() -> RouteTable:
