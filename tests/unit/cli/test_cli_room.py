@@ -148,13 +148,19 @@ def _flags(verb: argparse.ArgumentParser) -> list[tuple]:
             for a in verb._actions]
 
 
-def test_standalone_takes_exactly_the_broker_flags_and_runs_the_broker():
+STANDALONE_ONLY = {("-nfw", "--no-functions-worker")}  # PulsarStandalone's own flags
+
+
+def test_standalone_takes_the_broker_flags_and_pulsar_standalones_own_and_runs_the_broker():
     standalone, broker = _verb_parser("standalone"), _verb_parser("broker")
-    assert _flags(standalone) == _flags(broker)
+    assert [f for f in _flags(standalone) if f[0] not in STANDALONE_ONLY] == _flags(broker)
+    assert {f[0] for f in _flags(standalone)} - {f[0] for f in _flags(broker)} == STANDALONE_ONLY
     assert standalone.get_default("run") is broker.get_default("run") is broker_verb.run
     args = parser().parse_args(["standalone", "--data-dir", "/tmp/d", "--broker-service-port", "6651",
                                 "--log-level", "debug"])
     assert (args.data_dir, args.broker_service_port, args.log_level, args.config) == ("/tmp/d", "6651", "DEBUG", None)
+    assert broker_verb.load_config(args).functions_worker_enabled
+    assert not broker_verb.load_config(parser().parse_args(["standalone", "-nfw"])).functions_worker_enabled
 
 
 # ---- perf without the broker's TopicName -----------------------------------------------------
