@@ -14,7 +14,9 @@ The function is called as Pulsar calls it: a class is instantiated once and its
 alike); a module named by classname has its `process(input)` called without a context (the plain
 function form). A plain `def` named by classname is called as `f(input)` (Pulsar would call
 `f.process(input)` and fail on every message). SerDe names are classes of the package or Pulsar's
-`serde.IdentitySerDe` / `serde.PickleSerDe` (pulsar.functions.serde). Any failure raises
+`serde.IdentitySerDe` / `serde.PickleSerDe`: the latter is pulsar.functions.serde's, the former
+this module's IdentitySerDe, which answers what Pulsar's does without trying int(), float() and
+complex() on text none of them can parse (three exceptions per message). Any failure raises
 UserCodeError with the cause, which the instance reports and the function's status shows.
 """
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pickle
+import re
 import subprocess
 import sys
 import zipfile
@@ -106,6 +109,8 @@ def load_function(class_name: str) -> tuple[Callable[[Any, Any], Any], bool]:
 def load_serde(name: str | None) -> Any:
     """An instance of the SerDe class `name` (Pulsar's IdentitySerDe when None or empty)."""
     name = name or DEFAULT_SERDE
+    if name == DEFAULT_SERDE:
+        return IdentitySerDe()
     if name in PULSAR_SERDES:
         return _pulsar_serde(PULSAR_SERDES[name])
     serde = import_name(name)
@@ -120,15 +125,20 @@ def _pulsar_serde(class_name: str) -> Any:
         from pulsar.functions import serde
         return getattr(serde, class_name)()
     except ImportError:
-        return IdentitySerDe() if class_name == "IdentitySerDe" else PickleSerDe()
+        return PickleSerDe()
+
+
+# A digit, or the letters of inf, infinity, nan and complex's j: what int/float/complex could parse.
+_MAYBE_NUMBER = re.compile(r"[\dnNjJ]")
 
 
 class IdentitySerDe:
-    """Pulsar's IdentitySerDe, for a process without the pulsar package: str/int/float/complex as
-    UTF-8 text, bytes as they are; on the way in, the first of int, float, complex, str that
-    parses, else the bytes."""
+    """Pulsar's IdentitySerDe: str/int/float/complex out as UTF-8 text, bytes as they are; in, the
+    first of int, float, complex, str that parses the UTF-8 text, else the bytes. Text without a
+    digit and without n/N/j/J cannot be a number, so it is a str without the three attempts."""
 
-    _types = (int, float, complex, str)
+    _numbers = (int, float, complex)
+    _types = (*_numbers, str)
 
     def serialize(self, value: Any) -> bytes:
         if type(value) in self._types:
@@ -138,12 +148,17 @@ class IdentitySerDe:
         raise TypeError(f"IdentitySerde cannot serialize object of type {type(value)}")
 
     def deserialize(self, data: bytes) -> Any:
-        for kind in self._types:
-            try:
-                return kind(data.decode("utf-8"))
-            except (ValueError, UnicodeDecodeError):
-                continue
-        return data
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return data
+        if _MAYBE_NUMBER.search(text):
+            for kind in self._numbers:
+                try:
+                    return kind(text)
+                except ValueError:
+                    continue
+        return text
 
 
 class PickleSerDe:

@@ -58,7 +58,7 @@ class InstanceStats:
         self.user_exceptions: deque = deque(maxlen=LATEST_EXCEPTIONS)
         self.system_exceptions: deque = deque(maxlen=LATEST_EXCEPTIONS)
         self.user_metrics: dict[str, list[float]] = {}  # name -> [sum, count]
-        self.changed = threading.Event()
+        self.changed = False  # something was counted since the last snapshot (a plain flag: cheap per message)
 
     def _both(self):
         if time.monotonic() - self._minute_start >= WINDOW_SECONDS:
@@ -66,7 +66,7 @@ class InstanceStats:
             self._minute_start = time.monotonic()
             self.user_exceptions.clear()
             self.system_exceptions.clear()
-        self.changed.set()
+        self.changed = True
         return self.total, self.minute
 
     def received(self) -> None:
@@ -103,13 +103,13 @@ class InstanceStats:
             entry = self.user_metrics.setdefault(str(name), [0.0, 0])
             entry[0] += float(value)
             entry[1] += 1
-            self.changed.set()
+            self.changed = True
 
     def snapshot(self) -> dict:
         """Everything, as the JSON the worker builds FunctionStatus and FunctionStats from."""
         with self._lock:
             self._both()
-            self.changed.clear()
+            self.changed = False
             figures = self.total.json()
             user = {}
             for name, (total, count) in self.user_metrics.items():
@@ -156,10 +156,9 @@ class Reporter:
         threading.Thread(target=self._loop, name="stats-reporter", daemon=True).start()
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
-            if self._stats.changed.wait(REPORT_INTERVAL_SECONDS):
+        while not self._stop.wait(REPORT_INTERVAL_SECONDS):
+            if self._stats.changed:
                 self.send({"event": "stats", "stats": self._stats.snapshot()})
-                self._stop.wait(REPORT_INTERVAL_SECONDS)
 
     def stop(self) -> None:
         """Stop the loop and send the final figures."""

@@ -7,6 +7,8 @@ import sys
 import zipfile
 
 import pytest
+from hypothesis import given, strategies as st
+from pulsar.functions.serde import IdentitySerDe as PulsarIdentitySerDe
 
 from minipulsar.functions.errors import UserCodeError
 from minipulsar.functions.instance import loader, stats
@@ -83,6 +85,16 @@ def test_serdes_are_pulsars():
     assert [fallback.deserialize(b) for b in (b"12", b"x")] == [12, "x"]
 
 
+def _same(ours, theirs) -> bool:
+    return type(ours) is type(theirs) and (ours == theirs or (ours != ours and theirs != theirs))  # nan
+
+
+@given(st.one_of(st.binary(max_size=12), st.text(alphabet="0123456789+-._ eEjJinfatyINFATY\u0663x", max_size=12)
+                 .map(lambda t: t.encode())))
+def test_identity_serde_answers_what_pulsars_answers(data):
+    assert _same(loader.IdentitySerDe().deserialize(data), PulsarIdentitySerDe().deserialize(data)), data
+
+
 def test_counters_report_and_their_one_minute_window(monkeypatch):
     counts = stats.InstanceStats()
     counts.received()
@@ -97,7 +109,7 @@ def test_counters_report_and_their_one_minute_window(monkeypatch):
             snapshot["avgProcessLatency"]) == (2, 1, 1, 4.0)
     assert snapshot["userMetrics"] == {"user_metric_size_sum": 8.0, "user_metric_size_count": 2}
     assert snapshot["latestUserExceptions"][0]["exceptionString"].endswith("ValueError: x")
-    assert snapshot["1min"]["receivedTotal"] == 2 and not counts.changed.is_set()
+    assert snapshot["1min"]["receivedTotal"] == 2 and not counts.changed
     later = stats.time.monotonic() + stats.WINDOW_SECONDS + 1
     monkeypatch.setattr(stats.time, "monotonic", lambda: later)
     snapshot = counts.snapshot()
