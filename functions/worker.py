@@ -16,6 +16,7 @@ Source: Pulsar FunctionsImpl / ComponentImpl, FunctionMetaDataManager, FunctionR
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 import time
 import uuid
@@ -159,6 +160,9 @@ class FunctionWorker:
             await self.metadata.save()
             self._runtime(record).start()
         log.info("created function %s (parallelism %d)", record.fqfn, record.parallelism)
+        if importlib.util.find_spec("pulsar") is None:
+            log.warning("function %s cannot run: the pulsar-client package is not installed (pip install "
+                        "'minipulsar[functions]'); its status says so", record.fqfn)
 
     async def update(self, tenant: str, namespace: str, name: str, raw: dict, package: StagedPackage | None) -> None:
         """Apply an update (Pulsar's validateUpdate) and restart the instances with it; raises
