@@ -46,6 +46,8 @@ _INTS = ("maxMessageRetries", "parallelism", "timeoutMs", "maxPendingAsyncReques
 _STRING_MAPS = ("customSerdeInputs", "customSchemaInputs", "customSchemaOutputs")
 _OBJECT_MAPS = ("userConfig", "secrets", "inputSpecs")
 _OBJECTS = ("producerConfig", "resources", "windowConfig")
+# Pulsar's NamedEntity rule for tenant, namespace and function names (they also name files here)
+_NAME = re.compile(r"[-=:.\w]+")
 # Every FunctionConfig field, in Pulsar's declaration order.
 FIELDS = ("runtimeFlags", "tenant", "namespace", "name", "className", "inputs", "customSerdeInputs", "topicsPattern",
           "customSchemaInputs", "customSchemaOutputs", "inputSpecs", "inputTypeClassName", "output", "producerConfig",
@@ -145,6 +147,9 @@ def validate(config: dict) -> None:
                       ("className", "classname")):
         if not config[key]:
             raise InvalidFunctionError(f"Function {what} cannot be null")
+    for key in ("tenant", "namespace", "name"):
+        if not _NAME.fullmatch(config[key]) or config[key] in (".", ".."):
+            raise InvalidFunctionError(f"Function {key} {config[key]!r} is invalid: letters, digits and -=:._ only")
     inputs = _all_inputs(config)
     if not inputs:
         raise InvalidFunctionError("No input topic(s) specified for the function")

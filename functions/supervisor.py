@@ -107,7 +107,7 @@ class InstanceSupervisor:
             started = time.monotonic()
             try:
                 code = await self._run_once()
-            except OSError as exc:  # the interpreter could not be started at all
+            except Exception as exc:  # noqa: BLE001 - the interpreter could not be started at all; retried
                 code, self._fatal = -1, f"cannot start the instance process: {exc}"
             self.running = False
             if self._stopping.is_set():
@@ -139,6 +139,8 @@ class InstanceSupervisor:
             raise
         finally:
             os.close(write_end)
+        if self._stopping.is_set():  # stop() came while the process was being created
+            self.process.terminate()
         self.process.stdin.write(self.spec.to_line())
         with contextlib.suppress(ConnectionError):  # a process that died at once: its status says why
             await self.process.stdin.drain()

@@ -158,7 +158,8 @@ class FunctionWorker:
             record.package = await self.packages.commit(package, record.fqfn, record.version, stored["className"])
             self.metadata.records[record.fqfn] = record
             await self.metadata.save()
-            self._runtime(record).start()
+            if self.running:  # a stop that came meanwhile: it runs at the next start
+                self._runtime(record).start()
         log.info("created function %s (parallelism %d)", record.fqfn, record.parallelism)
         if importlib.util.find_spec("pulsar") is None:
             log.warning("function %s cannot run: the pulsar-client package is not installed (pip install "
@@ -179,10 +180,13 @@ class FunctionWorker:
                                  function_id=record.function_id, package=record.package, stopped=set(record.stopped))
             if package is not None:
                 new.package = await self.packages.commit(package, new.fqfn, new.version, merged["className"])
-            await self.runtimes.pop(record.fqfn).stop()  # unacknowledged inputs wait for the new instances
+            runtime = self.runtimes.pop(record.fqfn, None)
+            if runtime is not None:  # unacknowledged inputs wait for the new instances
+                await runtime.stop()
             self.metadata.records[new.fqfn] = new
             await self.metadata.save()
-            self._runtime(new).start()
+            if self.running:
+                self._runtime(new).start()
             if new.package != record.package:
                 await self.packages.remove_version(record.package)
         log.info("updated function %s to version %d", new.fqfn, new.version)
@@ -192,7 +196,9 @@ class FunctionWorker:
         self._check_running()
         async with self._lock:
             record = self._record(tenant, namespace, name)
-            await self.runtimes.pop(record.fqfn).stop()
+            runtime = self.runtimes.pop(record.fqfn, None)
+            if runtime is not None:
+                await runtime.stop()
             del self.metadata.records[record.fqfn]
             await self.metadata.save()
             if record.config["cleanupSubscription"]:

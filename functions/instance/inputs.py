@@ -72,6 +72,7 @@ class Inputs:
         self._serdes = {topic: None if grp.schema is not None else load_serde(grp.specs[topic].get("serdeClassName"))
                         for grp in self.groups for topic in grp.topics}
         self._queue: queue.Queue | None = None
+        self._closing = False
 
     def _groups(self) -> list[_Group]:
         plain: dict[str, dict] = {}
@@ -126,7 +127,14 @@ class Inputs:
         return options
 
     def _listen(self, consumer: Any, message: Any) -> None:
-        self._queue.put((consumer, message))
+        """The client's listener thread: wait for the loop to take the message; once closing, drop
+        it unacknowledged (the broker gives it to another consumer)."""
+        while not self._closing:
+            try:
+                self._queue.put((consumer, message), timeout=0.1)
+                return
+            except queue.Full:
+                continue
 
     def receive(self, timeout_millis: int) -> Received | None:
         """The next message, or None after timeout_millis without one."""
@@ -162,6 +170,7 @@ class Inputs:
         return None
 
     def close(self) -> None:
+        self._closing = True
         for group in self.groups:
             if group.consumer is not None:
                 try:

@@ -116,3 +116,9 @@ def test_update_replaces_what_may_change_and_refuses_the_rest():
             merge_update(stored, change)
     respecified = merge_update(stored, {"customSerdeInputs": {"in": "my.Serde"}})
     assert respecified["inputSpecs"]["persistent://public/default/in"]["serdeClassName"] == "my.Serde"
+
+
+@pytest.mark.parametrize("name", ["..", ".", "a b", "x/y", "é\n"])
+def test_names_that_would_escape_the_worker_folders_are_refused(name):
+    with pytest.raises(InvalidFunctionError, match="Function name .* is invalid"):
+        normalize(BASE, "public", "default", name)
