@@ -229,7 +229,7 @@ class FunctionWorker:
         """FunctionStatus, or one instance's FunctionInstanceStatusData."""
         self._check_running()
         record = self._record(tenant, namespace, name)
-        supervisors = self.runtimes[record.fqfn].supervisors
+        supervisors = self._supervisors(record)
         if instance_id is None:
             return status.function_status(record, supervisors, self.settings.worker_id)
         self._check_instance(record, instance_id)
@@ -239,11 +239,16 @@ class FunctionWorker:
         """FunctionStats, or one instance's FunctionInstanceStatsData."""
         self._check_running()
         record = self._record(tenant, namespace, name)
-        supervisors = self.runtimes[record.fqfn].supervisors
+        supervisors = self._supervisors(record)
         if instance_id is None:
             return status.function_stats(record, supervisors)
         self._check_instance(record, instance_id)
         return status.instance_stats(supervisors.get(instance_id))
+
+    def _supervisors(self, record: FunctionRecord) -> dict:
+        """The function's running supervisors (none while an update swaps its instances)."""
+        runtime = self.runtimes.get(record.fqfn)
+        return runtime.supervisors if runtime is not None else {}
 
     @staticmethod
     def _check_instance(record: FunctionRecord, instance_id: int) -> None:
@@ -274,7 +279,9 @@ class FunctionWorker:
             ids = range(record.parallelism) if instance_id is None else [instance_id]
             if instance_id is not None:
                 self._check_instance(record, instance_id)
-            runtime = self.runtimes[record.fqfn]
+            runtime = self.runtimes.get(record.fqfn)
+            if runtime is None:
+                raise WorkerUnavailableError(NOT_READY)
             if action != "restart":
                 record.stopped = record.stopped - set(ids) if action == "start" else record.stopped | set(ids)
                 await self.metadata.save()
