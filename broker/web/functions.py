@@ -12,15 +12,19 @@ exist" / "Namespace does not exist", as Pulsar checks them). With functionsWorke
 every path answers 409, Pulsar's "Pulsar Function Worker is not enabled, probably
 functionsWorkerEnabled is set to false". Who may call them is decided in broker/security/web.py
 (tenant admins, and roles granted `functions` on the namespace).
+
+The handlers reach the broker only through the FunctionsAccess the web service puts in the
+application (the worker, and whether a tenant or namespace exists), not through the Broker, so this
+module stays out of the Broker's import cycle with the web service (tools/import_cycles.py).
 """
 from __future__ import annotations
 
 import json
-from typing import AsyncIterator
+from dataclasses import dataclass
+from typing import AsyncIterator, Callable
 
 from aiohttp import BodyPartReader, web
 
-from minipulsar.broker.web.context import broker_of, no_content
 from minipulsar.broker.web.errors import RestError, bad_request
 from minipulsar.broker.web.routes import OBJECT, STRING_LIST, RouteTable
 from minipulsar.functions import config as function_config
@@ -44,6 +48,23 @@ STATE = {"type": "object", "properties": {"key": _TEXT, "stringValue": {"type": 
                                           "byteValue": {"type": "string", "nullable": True},
                                           "numberValue": {"type": "integer", "nullable": True},
                                           "version": {"type": "integer"}}}
+
+
+@dataclass(frozen=True)
+class FunctionsAccess:
+    """What the routes need of the broker: worker() its function worker (None when it is off),
+    tenant_exists(tenant) and namespace_exists("tenant/namespace")."""
+
+    worker: Callable[[], FunctionWorker | None]
+    tenant_exists: Callable[[str], bool]
+    namespace_exists: Callable[[str], bool]
+
+
+ACCESS: web.AppKey[FunctionsAccess] = web.AppKey("functions")
+
+
+def no_content() -> web.Response:
+    return web.Response(status=204)
 
 
 def add_routes(table: RouteTable) -> None:
@@ -74,15 +95,16 @@ def add_routes(table: RouteTable) -> None:
 # ---- what every handler reads ----------------------------------------------------------------
 def worker_of(request: web.Request) -> FunctionWorker:
     """The broker's worker; 409 when it is off; its tenant and namespace must exist (400)."""
-    broker = broker_of(request)
-    if broker.functions is None:
+    access = request.app[ACCESS]
+    worker = access.worker()
+    if worker is None:
         raise RestError(409, NOT_ENABLED)
     info = request.match_info
-    if not broker.namespaces.tenant_exists(info["tenant"]):
+    if not access.tenant_exists(info["tenant"]):
         raise bad_request("Tenant does not exist")
-    if not broker.namespaces.exists(f"{info['tenant']}/{info['namespace']}"):
+    if not access.namespace_exists(f"{info['tenant']}/{info['namespace']}"):
         raise bad_request("Namespace does not exist")
-    return broker.functions
+    return worker
 
 
 def _names(request: web.Request) -> tuple[str, str, str]:

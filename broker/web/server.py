@@ -60,6 +60,9 @@ class WebService:
         app = web.Application(middlewares=[error_middleware, security_middleware(self.broker.security)],
                               client_max_size=self.broker.config.max_message_size * 2)
         app[BROKER] = self.broker
+        namespaces = self.broker.namespaces
+        app[functions.ACCESS] = functions.FunctionsAccess(lambda: self.broker.functions, namespaces.tenant_exists,
+                                                          namespaces.exists)
         app[OPENAPI] = table.openapi("minipulsar admin API", __version__)
         table.register(app)
         return app
