@@ -31,6 +31,10 @@ ONCE = """
             return input + "!"
 """
 SETTINGS = {"functionsNegativeAckRedeliveryDelayMs": 300}
+ROUND = 200  # inputs per kill of the effectively-once test
+# Each input of the effectively-once function costs a state fsync and an output append's fsync, one
+# after the other: on a disk shared with other fsync-heavy tests a round took over 90 s once.
+SLOW_DISK_SECONDS = 240
 
 
 def _client(broker) -> pulsar.Client:
@@ -71,6 +75,18 @@ def _backlog(broker, topic: str, subscription: str) -> int:
     return stats["subscriptions"][subscription]["msgBacklog"]
 
 
+def _diagnosis(broker, functions: FunctionsAdmin, outputs: Outputs, sent: int) -> str:
+    """What a stalled effectively-once run looks like: the inputs without an output, the input
+    backlog, the output topic's accepted versus stored messages, the instance's status and log."""
+    missing = sorted(set(range(sent)) - outputs.indexes())
+    stats = requests.get(f"{broker.web_url}/admin/v2/persistent/public/default/eo-out/stats", timeout=10).json()
+    log_path = broker.data_dir / "functions" / "logs" / "public" / "default" / "once" / "once-0.log"
+    log_tail = [line for line in log_path.read_text(errors="replace").splitlines() if " INFO " not in line][-20:]
+    return (f"missing outputs of {len(missing)} inputs: {missing[:20]}; input backlog "
+            f"{_backlog(broker, 'eo-in', 'public/default/once')}; output msgInCounter {stats['msgInCounter']}, "
+            f"entries {stats['numberOfEntries']}\nstatus {functions.status('once')}\nlog:\n" + "\n".join(log_tail))
+
+
 def _kill_instance(broker, functions: FunctionsAdmin, name: str) -> None:
     (pid,) = instance_pids(broker.data_dir)
     restarts = functions.status(name)["instances"][0]["status"]["numRestarts"]
@@ -108,11 +124,15 @@ def test_effectively_once_writes_no_duplicate_across_instance_kills(broker_proce
     sent = 0
     reprocessed = 0
     for _ in range(3):  # until a kill lands between an output made durable and its input's acknowledgement
-        _send(producer, sent, 300)
-        sent += 300
-        outputs.read_until(lambda v: len(v) >= sent - 200, "outputs flowing")
+        _send(producer, sent, ROUND)
+        sent += ROUND
+        outputs.read_until(lambda v: len(v) >= sent - ROUND // 2, "outputs flowing", timeout=SLOW_DISK_SECONDS)
         _kill_instance(broker, functions, "once")
-        outputs.read_until(lambda v: len(outputs.indexes()) == sent, "an output for every input")
+        try:
+            outputs.read_until(lambda v: len(outputs.indexes()) == sent, "an output for every input",
+                               timeout=SLOW_DISK_SECONDS)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{_diagnosis(broker, functions, outputs, sent)}") from None
         answer = functions.get("once", "/state/reprocessed")
         reprocessed = answer.json()["numberValue"] if answer.status_code == 200 else 0
         if reprocessed:
