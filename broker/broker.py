@@ -27,6 +27,7 @@ from minipulsar.broker.config import PORT_OFF, BrokerConfig, apply_setting
 from minipulsar.broker.connection import ServerConnection
 from minipulsar.broker.dispatchers.held_entries import HeldBudget
 from minipulsar.broker.errors import NotAllowedError, ServiceNotReadyError, TopicNotFoundError
+from minipulsar.broker.functions_worker import start_functions_worker
 from minipulsar.broker.inactive_topics import InactiveTopics
 from minipulsar.broker.limits import ConnectionLimits, LookupPermits, TopicLimits
 from minipulsar.broker.listeners import AdvertisedListeners
@@ -99,6 +100,7 @@ class Broker:
             replication=self.replication, spawn=self.spawn, new_producer_name=self.new_producer_name)
         self.web = WebService(self)  # admin REST, HTTP lookup, metrics (broker/web)
         self.topic_admin = TopicAdmin(self)
+        self.functions = None  # the function worker (minipulsar.functions), once started
 
     @property
     def service_url(self) -> str:
@@ -178,6 +180,11 @@ class Broker:
         ]
         warn_if_advertised_loopback(self.config, self.replication.peers())
         await self.load_replicated_topics()
+        try:  # after the binary port listens: function instances connect to it
+            self.functions = await start_functions_worker(self)
+        except BaseException:
+            await self.stop()
+            raise
         port = self.config.broker_service_port if self._server is not None else self.config.broker_service_port_tls
         log.info("minipulsar broker listening on %s:%s (advertised %s), data dir %s",
                  self.config.bind_address, port, self.service_url,
@@ -215,6 +222,9 @@ class Broker:
         """Stop accepting, close connections and topics; safe to call twice."""
         if not self.running:
             return
+        if self.functions is not None:  # first: instances flush outputs and close consumers on a live broker
+            await self.functions.stop()
+            self.functions = None
         self.running = False
         if self._server is not None:
             self._server.close()

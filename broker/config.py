@@ -169,6 +169,10 @@ class BrokerConfig:
     tls_cert_refresh_check_duration_sec: int = 300  # tlsCertRefreshCheckDurationSec (0: never reload)
     broker_client_authentication_plugin: str = ""  # brokerClientAuthenticationPlugin (replicators, health check)
     broker_client_authentication_parameters: str = ""  # brokerClientAuthenticationParameters
+    # ---- Pulsar Functions (functions/, docs/functions.md) ----
+    functions_worker_enabled: bool = True  # functionsWorkerEnabled (on, as `pulsar standalone`; -nfw turns it off)
+    # minipulsar's own: the function instances' negative-ack redelivery delay (the client's default, 60 s)
+    functions_negative_ack_redelivery_delay_ms: int = 60000
     extra: dict[str, str] = field(default_factory=dict)  # unknown keys, kept so they can be reported
 
     def ledger_config(self) -> ManagedLedgerConfig:
@@ -326,6 +330,7 @@ _VALIDATORS = {
     "webSocketMaxTextFrameSize": lambda v: v >= 1,
     "webSocketNumIoThreads": lambda v: v >= 1,
     "webSocketConnectionsPerBroker": lambda v: v >= 1,
+    "functionsNegativeAckRedeliveryDelayMs": lambda v: v >= 1,
     "subscriptionTypesEnabled": lambda v: bool(v.strip()) and all(
         t.strip() in ("Exclusive", "Shared", "Failover", "Key_Shared", "Key_Failover") for t in v.split(",") if t.strip()),
 }

@@ -66,6 +66,7 @@ class PersistentTopic(AbstractTopic):
         terminated = context.metadata.data.get(TERMINATED_KEY, {}).get(str(name))
         self.terminated_at: Position | None = Position(*terminated) if terminated is not None else None
         self.last_active = time.monotonic()  # broker/inactive_topics.py
+        self._creating_subscription = asyncio.Lock()
         ledger.add_entry_listener(self._on_new_entries)
         for cursor_name, cursor in ledger.cursors.items():
             if not is_system_cursor(cursor_name, context.replicator_prefix):
@@ -179,6 +180,17 @@ class PersistentTopic(AbstractTopic):
         return self.terminated_at
 
     # ---- subscriptions ---------------------------------------------------------------------
+    async def _new_subscription(self, spec: SubscriptionSpec) -> Subscription:
+        if spec.durable:
+            cursor = await self.ledger.open_cursor(spec.name, spec.initial_position)
+        else:
+            cursor = self.ledger.new_non_durable_cursor(spec.start, inclusive=True)
+        subscription = Subscription(self, spec.name, cursor, spec.durable)
+        if spec.starts_at_earliest:
+            subscription.compacted_read_start = EARLIEST
+        self.subscriptions[spec.name] = subscription
+        return subscription
+
     async def subscribe(self, spec: SubscriptionSpec, sub_type: int = SubType.Exclusive,
                         read_compacted: bool = False) -> Subscription:
         """The subscription spec names, created when missing (SubscriptionSpec says how: a durable
@@ -189,14 +201,10 @@ class PersistentTopic(AbstractTopic):
             raise NotAllowedError("readCompacted only allowed on failover or exclusive subscriptions")
         subscription = self.subscriptions.get(spec.name)
         if subscription is None:
-            if spec.durable:
-                cursor = await self.ledger.open_cursor(spec.name, spec.initial_position)
-            else:
-                cursor = self.ledger.new_non_durable_cursor(spec.start, inclusive=True)
-            subscription = Subscription(self, spec.name, cursor, spec.durable)
-            if spec.starts_at_earliest:
-                subscription.compacted_read_start = EARLIEST
-            self.subscriptions[spec.name] = subscription
+            # One creation at a time: two SUBSCRIBEs of a new name (two function instances starting
+            # together) must share one subscription, not each get its own, the first one orphaned.
+            async with self._creating_subscription:
+                subscription = self.subscriptions.get(spec.name) or await self._new_subscription(spec)
         self.replication.subscribe_requested(subscription, spec.replicate_state)
         return subscription
 

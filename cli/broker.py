@@ -97,6 +97,8 @@ def load_config(args: argparse.Namespace):
 
     file_values = parse_conf_file(args.config) if args.config else {}
     flag_values = {key: getattr(args, attr) for attr, key in _FLAGS.items() if getattr(args, attr, None) is not None}
+    if getattr(args, "no_functions_worker", False):  # `standalone -nfw`
+        flag_values["functionsWorkerEnabled"] = "false"
     return build_config(file_values, env_overrides(os.environ), flag_values)
 
 

@@ -8,10 +8,12 @@ Pulsar's standalone (PulsarStandaloneStarter) does differently from its broker:
     clients on the address they connected to (a container's published port);
   * it takes Pulsar's standalone flags: `-c/--config`, `-a/--advertised-address`, `--wipe-data`
     (the data folder is emptied before start, as Pulsar wipes its ZooKeeper and bookie data);
-    the flags of the parts minipulsar does not run (stream storage, functions worker, ZooKeeper,
-    bookies) are accepted and reported in one INFO line, so Pulsar's command lines run unchanged.
-Pulsar's standalone also starts a metadata store, bookies and a functions worker in its process;
-minipulsar's broker keeps its metadata and ledgers in its own data folder, so nothing else starts.
+    `-nfw/--no-functions-worker` turns off the functions worker the broker runs
+    (functionsWorkerEnabled=false); the flags of the parts minipulsar does not run (stream storage,
+    ZooKeeper, bookies, a separate worker config) are accepted and reported in one INFO line, so
+    Pulsar's command lines run unchanged.
+Pulsar's standalone also starts a metadata store and bookies in its process; minipulsar's broker
+keeps its metadata and ledgers in its own data folder, so nothing else starts.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ log = logging.getLogger("minipulsar")
 
 # Pulsar standalone's flags for the parts minipulsar does not run: (names, takes a value).
 IGNORED_FLAGS = (
-    (("-nss", "--no-stream-storage"), False), (("-nfw", "--no-functions-worker"), False),
+    (("-nss", "--no-stream-storage"), False),
     (("--only-broker",), False), (("--no-broker",), False),
     (("--bookkeeper-dir",), True), (("--zookeeper-dir",), True), (("--zookeeper-port",), True),
     (("--bookkeeper-port",), True), (("--num-bookies",), True), (("--stream-storage-port",), True),
@@ -41,6 +43,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                        description=__doc__.splitlines()[0])
     broker.add_broker_flags(standalone, config_flags=("-c", "--config"), advertised_flags=("-a", "--advertised-address"))
     standalone.add_argument("--wipe-data", action="store_true", help="empty the data folder before starting")
+    standalone.add_argument("-nfw", "--no-functions-worker", action="store_true",
+                            help="run without the Pulsar Functions worker (functionsWorkerEnabled=false)")
     ignored = standalone.add_argument_group("Pulsar standalone flags with nothing to act on here (accepted, ignored)")
     for names, takes_value in IGNORED_FLAGS:
         options = {"metavar": "VALUE"} if takes_value else {"action": "store_true"}

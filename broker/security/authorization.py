@@ -5,7 +5,8 @@ org.apache.pulsar.broker.authorization.PulsarAuthorizationProvider decides it.
 - A tenant admin (the tenant's TenantInfo.adminRoles) may do everything within the tenant: its
   namespaces, topics, policies and permissions.
 - Anyone else needs a grant (broker/security/permissions.py): `produce` to produce, `consume` to
-  subscribe, either one to look a topic up; `consume` on the namespace to list its topics.
+  subscribe, either one to look a topic up; `consume` on the namespace to list its topics;
+  `functions` on the namespace to manage its Pulsar Functions (allowFunctionOps).
 - Cluster, broker and tenant-level administration (create or change tenants, clusters, dynamic
   settings) is for super-users only.
 """
@@ -60,6 +61,13 @@ class AuthorizationService:
         if self.is_tenant_admin(tenant, role):
             return True
         return role is not None and "consume" in self.permissions.namespace_permissions(namespace).get(role, ())
+
+    def can_operate_functions(self, namespace: str, role: str | None) -> bool:
+        """/admin/v3/functions on a namespace: tenant admins, and roles with `functions` on it
+        (Pulsar's ComponentImpl.isAuthorizedRole / allowFunctionOps)."""
+        if self.is_tenant_admin(namespace.split("/", 1)[0], role):
+            return True
+        return role is not None and "functions" in self.permissions.namespace_permissions(namespace).get(role, ())
 
     def _allowed(self, topic: TopicName, role: str | None, action: str) -> bool:
         if role is None:

@@ -4,10 +4,11 @@ namespace's Policies, field `auth_policies` {"namespace_auth": {role: [actions]}
 GET /admin/v2/namespaces/{tenant}/{namespace} shows them and they live in the broker's metadata
 store across restarts.
 
-Actions are Pulsar's AuthAction names. `produce` and `consume` are enforced; `functions`,
-`sources`, `sinks` and `packages` are accepted and stored (a Pulsar admin script may grant them)
-but nothing here uses them. A partition has the permissions of its partitioned topic too, as in
-Pulsar's PulsarAuthorizationProvider.checkPermission.
+Actions are Pulsar's AuthAction names. `produce` and `consume` are enforced, and `functions` on a
+namespace for its Pulsar Functions (/admin/v3/functions); `sources`, `sinks` and `packages` are
+accepted and stored (a Pulsar admin script may grant them) but nothing here uses them. A
+partition has the permissions of its partitioned topic too, as in Pulsar's
+PulsarAuthorizationProvider.checkPermission.
 """
 from __future__ import annotations
 

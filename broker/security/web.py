@@ -13,6 +13,9 @@ With authorizationEnabled the role must also be allowed (403 otherwise), by path
   `produce` or `consume` on the topic;
 - the REST producer (POST /topics/...): `produce` on the topic;
 - a namespace's topic list: `consume` on the namespace;
+- Pulsar Functions (/admin/v3/functions/{tenant}/{namespace}/...): the tenant's admins and roles
+  granted `functions` on the namespace; refused with 401 "client is not authorize to perform
+  operation", Pulsar's answer there;
 - creating, changing or deleting a tenant, and everything without a tenant in its path
   (clusters, brokers, the tenant list): super-users;
 - everything else under a tenant (its namespaces, policies, topics, subscriptions, permissions):
@@ -36,6 +39,8 @@ ROLE: web.RequestKey[str] = web.RequestKey("role", str)  # the authenticated rol
 NOT_TENANT_ADMIN = "Don't have permission to administrate resources on this tenant"
 NOT_SUPER_USER = "This operation requires super-user access"
 LIST_TOPICS = "/admin/v2/namespaces/{tenant}/{namespace}/topics"
+FUNCTIONS = "/admin/v3/functions/"
+NOT_FUNCTIONS_ROLE = "client is not authorize to perform operation"
 
 
 def security_middleware(security: BrokerSecurity):
@@ -55,7 +60,7 @@ def security_middleware(security: BrokerSecurity):
             denial = access_denial(security, request, state.role)
             if denial is not None:
                 log.warning("%s %s: %s (role %s)", request.method, request.path, denial, state.role)
-                raise RestError(403, denial)
+                raise RestError(401 if denial == NOT_FUNCTIONS_ROLE else 403, denial)
         return await handler(request)
 
     return middleware
@@ -79,6 +84,9 @@ def access_denial(security: BrokerSecurity, request: web.Request, role: str) -> 
         return None if authorization.can_lookup(topic_name(request), role) else "Client is not authorized to Lookup"
     if pattern.startswith("/topics/"):  # the REST producer
         return None if authorization.can_produce(topic_name(request), role) else "Client is not authorized to Produce"
+    if pattern.startswith(FUNCTIONS) and "namespace" in info:
+        namespace = f"{info['tenant']}/{info['namespace']}"
+        return None if authorization.can_operate_functions(namespace, role) else NOT_FUNCTIONS_ROLE
     if request.method == "GET" and pattern == LIST_TOPICS:
         namespace = f"{info['tenant']}/{info['namespace']}"
         return None if authorization.can_list_topics(namespace, role) else NOT_TENANT_ADMIN

@@ -190,7 +190,8 @@ class BrokerCollector(Collector):
                     total.merge(numbers)
                 out.add("pulsar_topics_count", labels, len(topics))
                 total.emit(out, labels, per_topic=False)
-        return out.families()
+        functions = self.broker.functions  # the function instances' pulsar_function_* families
+        return out.families() + (functions.metric_families() if functions is not None else [])
 
 
 class Families:

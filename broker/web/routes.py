@@ -43,7 +43,9 @@ class Query:
 @dataclass(frozen=True)
 class Route:
     """One served path. status: the success status (204 answers no body); body/response: JSON
-    schemas of the request and success bodies (None: none); text: the response is plain text."""
+    schemas of the request and success bodies (None: none); form: the schema of a
+    multipart/form-data request body instead (its properties are the form fields); text: the
+    response is plain text."""
 
     method: str
     path: str
@@ -55,6 +57,7 @@ class Route:
     response: dict | None = None
     status: int = 200
     text: bool = False
+    form: dict | None = None
 
 
 @dataclass
@@ -96,6 +99,8 @@ def _operation(route: Route) -> dict:
     }
     if route.body is not None:
         operation["requestBody"] = {"required": False, "content": {"application/json": {"schema": route.body}}}
+    if route.form is not None:
+        operation["requestBody"] = {"required": False, "content": {"multipart/form-data": {"schema": route.form}}}
     success: dict[str, Any] = {"description": route.summary}
     if route.response is not None:
         media = "text/plain" if route.text else "application/json"

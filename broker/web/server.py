@@ -17,8 +17,8 @@ from aiohttp import web
 from minipulsar import __version__
 from minipulsar.broker.config import PORT_OFF
 from minipulsar.broker.security.web import security_middleware
-from minipulsar.broker.web import (broker_stats, brokers, console, lookup, metrics, namespace_policies, permissions,
-                                  rest_producer, schemas, subscriptions, tenants, topics)
+from minipulsar.broker.web import (broker_stats, brokers, console, functions, lookup, metrics, namespace_policies,
+                                  permissions, rest_producer, schemas, subscriptions, tenants, topics)
 from minipulsar.broker.web.context import BROKER
 from minipulsar.broker.web.errors import error_middleware
 from minipulsar.broker.web.routes import OBJECT, RouteTable
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ROUTE_GROUPS = (lookup, brokers, tenants, namespace_policies, topics, subscriptions, schemas, metrics, permissions,
-                broker_stats, rest_producer)
+                broker_stats, rest_producer, functions)
 
 
 def route_table() -> RouteTable:
@@ -63,6 +63,9 @@ class WebService:
         app = web.Application(middlewares=[error_middleware, security_middleware(self.broker.security)],
                               client_max_size=self.broker.config.max_message_size * 2)
         app[BROKER] = self.broker
+        namespaces = self.broker.namespaces
+        app[functions.ACCESS] = functions.FunctionsAccess(lambda: self.broker.functions, namespaces.tenant_exists,
+                                                          namespaces.exists)
         app[OPENAPI] = table.openapi("minipulsar admin API", __version__)
         table.register(app)
         if self.broker.config.web_socket_service_enabled:

@@ -29,6 +29,8 @@ Groups and their verbs (`minipulsar admin GROUP --help` lists them, `... VERB --
     schemas     get, upload, delete, test-compatibility                          (schemas)
     brokers     healthcheck, get-runtime-config, list-dynamic-config, get-all-dynamic-config,
                 update-dynamic-config, delete-dynamic-config                     (brokers)
+    functions   create, update, delete, get, list, status, stats, start, stop, restart, trigger,
+                querystate, putstate, localrun                                   (functions)
 
 Output is pulsar-admin's: JSON (pretty-printed) for what a get verb answers, one item a line for
 lists, nothing for a verb that changes something. A failure prints one line on stderr -- the
@@ -40,7 +42,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from minipulsar.cli.admin import (brokers, clusters, messages, namespace_policies,
+from minipulsar.cli.admin import (brokers, clusters, functions, messages, namespace_policies,
                                   namespaces, permissions, schemas, subscriptions, tenants,
                                   topics)
 from minipulsar.cli.admin.auth import add_auth_arguments, authentication_of
@@ -56,6 +58,8 @@ GROUPS = (
     ("topics", "Operations on persistent topics", (topics, messages, subscriptions, permissions.topic_verbs)),
     ("schemas", "Operations about schemas", (schemas,)),
     ("brokers", "Operations about brokers", (brokers,)),
+    ("functions", "Interface for managing Pulsar Functions (lightweight, Lambda-style compute processes that work "
+                  "with Pulsar)", (functions,)),
 )
 
 

@@ -84,11 +84,14 @@ class AdminClient:
         return answer.body.decode("utf-8", errors="replace")
 
     async def send(self, method: str, path: str, body: Any = NO_BODY, params: dict | None = None) -> Answer:
-        """One request; path starts with '/' (path segments already quoted). None-valued params are
-        left out, booleans sent as true/false. Raises AdminError for anything but a 2xx answer."""
+        """One request; path starts with '/' (path segments already quoted). body: JSON, or an
+        aiohttp.MultipartWriter (a multipart/form-data body). None-valued params are left out,
+        booleans sent as true/false. Raises AdminError for anything but a 2xx answer."""
         url = self.url + path
         options: dict[str, Any] = {"headers": self.authentication.http_headers()}
-        if body is not NO_BODY:
+        if isinstance(body, aiohttp.MultipartWriter):
+            options["data"] = body
+        elif body is not NO_BODY:
             options["data"] = json.dumps(body)
             options["headers"]["Content-Type"] = "application/json"
         query = {name: _query_value(value) for name, value in (params or {}).items() if value is not None}

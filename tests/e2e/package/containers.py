@@ -5,9 +5,10 @@ import shutil
 import subprocess
 
 
-def docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
-    """The docker CLI; raises AssertionError with its stderr when check and it fails."""
-    result = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
+def docker(*args: str, check: bool = True, timeout: float = 120,
+           input: str | None = None) -> subprocess.CompletedProcess:
+    """The docker CLI, input on its stdin; raises AssertionError with its stderr when check and it fails."""
+    result = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, input=input)
     if check:
         assert result.returncode == 0, f"docker {' '.join(args)}: {result.stderr.strip()}"
     return result

@@ -82,6 +82,7 @@ def test_default_command_is_pulsar_standalone_as_uid_10000(image):
         assert "HTTP Service started at http://0.0.0.0:8080" in logs
         assert logs.index("HTTP Service started at") < logs.index(READY)
         assert "Successfully updated the policies on namespace public/default" in logs  # the Go module waits for it
+        assert "Function worker service started" in logs  # Testcontainers' withFunctionsWorker() waits for it
         print(f"docker run to '{READY}': {seconds:.2f} s")
         assert container.rest("/clusters") == ["standalone"]
         assert container.exec("id", "-u").strip() == "10000" and container.exec("pwd").strip() == "/pulsar"
@@ -96,6 +97,37 @@ def test_default_command_is_pulsar_standalone_as_uid_10000(image):
         assert round_trip(f"pulsar://{container.port(6650)}", "persistent://public/default/outside") == \
             b"through the published port"
         assert container.stop() == 0 and "minipulsar broker stopped" in container.logs()
+    finally:
+        container.close()
+
+
+EXCLAIM = """from pulsar import Function
+
+
+class Exclaim(Function):
+    def process(self, input, context):
+        return input + "!"
+"""
+
+
+def test_a_python_function_runs_in_the_image(image):
+    """bin/pulsar standalone runs the functions worker, as Pulsar's does: a Python function created
+    with bin/pulsar-admin runs on the image's official client."""
+    container = Container(image)
+    try:
+        container.wait_ready()
+        docker("exec", "-i", container.id, "sh", "-c", "cat > data/exclaim.py", input=EXCLAIM)
+        container.exec("bin/pulsar-admin", "functions", "create", "--py", "data/exclaim.py", "--classname",
+                       "exclaim.Exclaim", "--inputs", "words", "--output", "exclaimed", "--name", "exclaim")
+        wait_for(lambda: json.loads(container.exec("bin/pulsar-admin", "functions", "status", "--name",
+                                                   "exclaim"))["numRunning"] == 1, "the function's instance")
+        client = pulsar.Client(f"pulsar://{container.port(6650)}", operation_timeout_seconds=15, logger=ERROR_LOGGER)
+        try:
+            consumer = client.subscribe("exclaimed", "sub")
+            client.create_producer("words").send(b"hello")
+            assert consumer.receive(30_000).data() == b"hello!"
+        finally:
+            client.close()
     finally:
         container.close()
 

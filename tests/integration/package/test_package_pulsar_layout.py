@@ -108,7 +108,8 @@ def test_standalone_prints_pulsars_readiness_lines_and_the_tools_use_client_conf
                  "the readiness lines")
         assert all(standalone.printed(line) for line in READY_LINES), "".join(standalone.lines)
         assert standalone.printed("ignoring JVM options (minipulsar runs no JVM): -Xms256m -Xmx256m")
-        assert standalone.printed("--no-stream-storage, --no-functions-worker, --bookkeeper-dir data/bk")
+        assert standalone.printed("--no-stream-storage, --bookkeeper-dir data/bk")
+        assert not standalone.printed("Function worker service started")  # -nfw: functionsWorkerEnabled=false
         with urllib.request.urlopen(f"http://127.0.0.1:{web_port}/admin/v2/clusters", timeout=10) as answer:
             assert json.load(answer) == ["standalone"]
         assert (pulsar_home / "data" / "standalone" / "ledgers").is_dir()  # Pulsar's data folder

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from tests import ROOT
 
-ROOMS = ("broker", "cli", "client", "pipeline", "proto", "storage")
+ROOMS = ("broker", "cli", "client", "functions", "pipeline", "proto", "storage")
 
 
 @pytest.fixture(scope="module")

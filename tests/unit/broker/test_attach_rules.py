@@ -7,6 +7,8 @@ A producer answers its own sends through its connection, in send order, and coun
 """
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from minipulsar.broker.errors import ConsumerBusyError, NotAllowedError, ProducerBusyError, ProducerFencedError
@@ -105,3 +107,12 @@ async def test_subscription_types_exclusivity_and_the_consumer_limit(harness):
     with pytest.raises(NotAllowedError, match="doesn't support Failover"):
         await consumer(topic, 7, SubType.Failover, "other")
     assert [c.consumer_id for c in topic.subscriptions["sub"].consumers] == [3, 5]
+
+
+async def test_two_subscribes_of_a_new_name_at_once_share_one_subscription(harness):
+    """Two consumers joining a subscription that does not exist yet (two function instances starting
+    together): both must end in the one subscription the topic keeps, not one of them in an orphan."""
+    h = await harness()
+    first, second = await asyncio.gather(h.topic.subscribe(SubscriptionSpec("together")),
+                                         h.topic.subscribe(SubscriptionSpec("together")))
+    assert first is second is h.topic.subscriptions["together"]

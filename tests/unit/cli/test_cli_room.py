@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from minipulsar.cli import broker as broker_verb
 from minipulsar.cli import parser
 from minipulsar.cli import standalone as standalone_verb
 from minipulsar.cli.perf import InvalidTopicNameError, expand_topics
@@ -164,7 +165,9 @@ def test_standalone_takes_the_broker_flags_and_pulsar_standalone_flags():
     assert (args.config, args.advertised_address, args.data_dir, args.log_level) == (
         "conf/standalone.conf", "localhost", "/tmp/d", "DEBUG")
     assert args.running_standalone and standalone_verb.ignored_flags(args) == [
-        "--no-stream-storage", "--no-functions-worker", "--bookkeeper-dir data/bk"]
+        "--no-stream-storage", "--bookkeeper-dir data/bk"]
+    assert not broker_verb.load_config(parser().parse_args(["standalone", "-nfw"])).functions_worker_enabled
+    assert broker_verb.load_config(parser().parse_args(["standalone"])).functions_worker_enabled
 
 
 # ---- perf without the broker's TopicName -----------------------------------------------------
