@@ -70,7 +70,9 @@ class FunctionWorker:
 
     def __init__(self, settings: WorkerSettings):
         self.settings = settings
-        self.folder = settings.folder
+        # absolute: a relative dataDir (the image's data/standalone) names the broker's working
+        # folder, and each instance runs in a folder of its own
+        self.folder = settings.folder.resolve()
         self.metadata = MetadataStore(self.folder / "metadata.json")
         self.packages = PackageStore(self.folder / "packages")
         self.runtimes: dict[str, FunctionRuntime] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import zipfile
+from pathlib import Path
 
 import pulsar
 import requests
@@ -51,6 +52,25 @@ def test_class_form_processes_every_message_with_pulsars_output_properties(broke
     assert subscriptions["public/default/exclaim"]["type"] == "Shared"
     wait_for(lambda: broker.subscription_stats("persistent://public/default/fn-in",
                                                "public/default/exclaim")["msgBacklog"] == 0)
+
+
+def test_a_broker_with_a_relative_data_dir_runs_its_functions(broker_factory, tmp_path, monkeypatch):
+    """The image runs with dataDir=data/standalone, relative to /pulsar."""
+    monkeypatch.chdir(tmp_path)
+    relative = broker_factory(data_dir=Path("relative-data"))
+    admin = FunctionsAdmin(relative.broker.web_service_url)
+    package = write_package(tmp_path / "code", "exclamation.py", EXCLAIM)
+    status = create_and_wait(admin, "exclaim", {"className": "exclamation.Exclaim", "inputs": ["rel-in"],
+                                                "output": "rel-out"}, package)
+    assert status["instances"][0]["status"]["error"] == ""
+    client = pulsar.Client(relative.url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        out = client.subscribe("rel-out", "check")
+        client.create_producer("rel-in").send(b"hi")
+        assert collect(out, 1)[0].data() == b"hi!"
+    finally:
+        client.close()
+        admin.session.close()
 
 
 def test_plain_function_form_and_a_file_url_package(functions, official, code):
