@@ -3,7 +3,7 @@ state the method allows (tools/crashstates, the ALICE method without FUSE), run 
 and check the invariants.
 
 strace is needed for the workload tests (.ci/run installs it). Without it they are skipped, unless
-MINIPULSAR_REQUIRE_STRACE=1 (set by .ci/run), which turns the skip into a failure.
+CI_REQUIRE_STRACE=1 (set by .ci/run), which turns the skip into a failure.
 """
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ def _strace_problem() -> str | None:
 def strace_ok():
     problem = _strace_problem()
     if problem:
-        if os.environ.get("MINIPULSAR_REQUIRE_STRACE") == "1":
-            pytest.fail(problem + " (MINIPULSAR_REQUIRE_STRACE=1)")
+        if os.environ.get("CI_REQUIRE_STRACE") == "1":
+            pytest.fail(problem + " (CI_REQUIRE_STRACE=1)")
         pytest.skip(problem)
 
 

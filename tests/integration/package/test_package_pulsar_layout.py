@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from minipulsar.launcher import free_port
-from tests import ROOT
+from tests import ROOT, env_without_broker_config
 from tests.helpers import wait_for
 
 # Pulsar's lines that Testcontainers modules and scripts wait for
@@ -37,8 +37,7 @@ def pulsar_home(tmp_path) -> Path:
 def tool_env(home: Path, **extra) -> dict:
     """The environment the tools run in: python3 is this interpreter's (it has minipulsar)."""
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("MINIPULSAR_", "PULSAR_"))}
-    return {**env, "PATH": path, "PULSAR_HOME": str(home), **extra}
+    return {**env_without_broker_config(), "PATH": path, "PULSAR_HOME": str(home), **extra}
 
 
 def run(home: Path, *argv: str, env: dict | None = None, ok: bool = True) -> subprocess.CompletedProcess:

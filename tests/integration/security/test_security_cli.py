@@ -10,7 +10,7 @@ import sys
 
 import pulsar
 
-from tests import ROOT
+from tests import ROOT, env_without_broker_config
 from tests.integration.security.conftest import official_client
 from tests.pki import TLS_PROVIDER, TOKEN_PROVIDER, tls_settings, token_settings
 
@@ -19,8 +19,8 @@ TLS_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationTls"
 
 
 def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-m", "minipulsar", *args], cwd=ROOT, capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run([sys.executable, "-m", "minipulsar", *args], cwd=ROOT, env=env_without_broker_config(),
+                            capture_output=True, text=True, timeout=60)
     if ok:
         assert result.returncode == 0, f"{args}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"
     else:
