@@ -8,7 +8,8 @@ number of messages. Until a round reports them written, the loop serves those en
 memory (storage.group_commit). Write descriptors are kept in an LRU of ``openFileLimit``
 entries; an idle ledger holds none. Every ``flushInterval`` a checkpoint syncs every segment
 and folder changed since the last one, then records how far the journal is covered, and the
-journal files before that point go (BookKeeper's SyncThread / checkpoint).
+journal files before that point go (BookKeeper's SyncThread / checkpoint). After a failed sync no
+checkpoint is recorded until a restart: the journal keeps everything since the last good one.
 
 Also on this thread, in journal order: sealing a ledger on roll-over or close (its offset index,
 unsynced: a lost index is rebuilt by a scan), trimming (after the TRIM record is durable) and
@@ -79,6 +80,7 @@ class LedgerStorage:
         self._dirty_folders: set[str] = set()  # entries created or removed since then
         self._mark: Mark | None = None  # the journal covered by what this thread has written
         self._next_checkpoint = time.monotonic() + flush_interval
+        self._sync_failure: OSError | None = None  # a failed segment or folder sync: no checkpoint again
         self._thread = threading.Thread(target=self._run, name="ml-storage", daemon=True)
         self.errors = 0  # failed writes and checkpoints since start
         self.checkpoints = 0
@@ -327,14 +329,12 @@ class LedgerStorage:
             return OSError("entries wait to be written behind the journal; no checkpoint")
         if self._mark is None:
             return None
+        if self._sync_failure is not None:
+            return self._sync_failure
         mark = self._mark
         try:
             if self._sync:
-                for key in self._dirty_files:
-                    self._sync_file(*key)
-                for folder in sorted(self._dirty_folders):
-                    if os.path.isdir(folder):
-                        fsync_dir(folder)
+                self._sync_dirty()
             jf.write_checkpoint(self._journal_folder, mark)
         except OSError as exc:
             self.errors += 1
@@ -345,6 +345,23 @@ class LedgerStorage:
         self.checkpoints += 1
         self._delete_journal_before(mark.seq)
         return None
+
+    def _sync_dirty(self) -> None:
+        """Sync every segment and folder changed since the last checkpoint. A failed sync is never
+        retried: the kernel may have dropped the pages it could not write and report the next sync
+        of that file as a success (PostgreSQL's "fsyncgate"), so no checkpoint is recorded again
+        and the journal keeps those entries; the restart's replay writes them back."""
+        try:
+            for key in self._dirty_files:
+                self._sync_file(*key)
+            for folder in sorted(self._dirty_folders):
+                if os.path.isdir(folder):
+                    fsync_dir(folder)
+        except OSError as exc:
+            self._sync_failure = exc
+            log.error("ledger storage: a segment or folder sync failed; no checkpoint until a restart "
+                      "(the journal is kept and the restart replays it into the segments): %s", exc)
+            raise
 
     def _sync_file(self, owner: JournalLedger, ledger_id: int) -> None:
         fd = self._fds.get((owner, ledger_id))

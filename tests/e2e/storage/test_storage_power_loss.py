@@ -408,3 +408,43 @@ def test_deduplication_snapshot_cut_keeps_every_message_once(ffs, tmp_path):
         assert found == [f"d-{i}".encode() for i in range(11)], (str(found), survivors_report(report))
     finally:
         broker.kill_for_cleanup()
+
+
+def checkpoints(broker) -> float:
+    """minipulsar_storage_checkpoints_total: checkpoints the ledger storage recorded."""
+    metrics = requests.get(broker.web_url + "/metrics", timeout=10).text
+    line = next(line for line in metrics.splitlines() if line.startswith("minipulsar_storage_checkpoints_total"))
+    return float(line.rsplit(" ", 1)[1])
+
+
+def test_eio_on_a_segment_sync_keeps_the_journal(ffs, tmp_path):
+    """fsyncgate behind the journal: a checkpoint's sync of a segment fails once with EIO and
+    faultfs forgets the failed pages, as Linux does. A later sync of that segment succeeds without
+    having written them, so no later checkpoint may be recorded (which would drop the journal that
+    still holds those entries); after a power loss every acknowledged message is there."""
+    broker = BrokerOnFaultFS(ffs, tmp_path, env={"MINIPULSAR_flushInterval": "200"})
+    try:
+        make_durable(ffs.mountpoint)
+        broker.start()
+        subscribe(broker.url, TOPIC)
+        ffs.fail("fdatasync", "data/ledgers/ledgers/*.seg", "EIO", count=1)
+        acked = produce(broker.url, TOPIC, 5)
+        wait_for(lambda: ffs.stats()["failures_injected"], "the segment sync to fail")
+        after_failure = checkpoints(broker)
+        acked += produce(broker.url, TOPIC, 5, prefix="after-eio")
+        # Checkpoints are due every 200 ms: give several the chance to (wrongly) succeed.
+        wait_for(lambda: "no checkpoint until a restart" in broker.log_path.read_text(), "the refusal to be logged")
+        acked += produce(broker.url, TOPIC, 5, prefix="later")
+        assert checkpoints(broker) == after_failure
+        report = broker.power_loss()
+        broker.start()
+        assert consume_all(broker.url, TOPIC) == acked, survivors_report(report)
+    finally:
+        broker.kill_for_cleanup()
+
+
+def wait_for(condition, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
