@@ -10,6 +10,7 @@ event loop (aiofiles' threads). Pulsar keeps this in a compacted system topic
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import aiofiles
 import aiofiles.os
+
+from minipulsar.functions.durable_folders import make_folders_durably, sync_folder
 
 RUNNING, STOPPED = "RUNNING", "STOPPED"  # Pulsar's FunctionMetaData.FunctionState
 _fsync = aiofiles.os.wrap(os.fsync)
@@ -81,7 +84,7 @@ class MetadataStore:
 
     async def save(self) -> None:
         """Write every record durably (temporary file, fsync, rename, fsync of the folder)."""
-        await aiofiles.os.makedirs(self.path.parent, exist_ok=True)
+        await asyncio.to_thread(make_folders_durably, self.path.parent)
         body = json.dumps({"functions": {fqfn: r.to_json() for fqfn, r in sorted(self.records.items())}},
                           indent=1).encode()
         temporary = self.path.with_name(self.path.name + ".tmp")
@@ -103,8 +106,4 @@ class MetadataStore:
 
 async def fsync_folder(folder: Path) -> None:
     """Make a rename or a new file in folder durable."""
-    fd = await aiofiles.os.wrap(os.open)(folder, os.O_RDONLY)
-    try:
-        await _fsync(fd)
-    finally:
-        os.close(fd)
+    await asyncio.to_thread(sync_folder, folder)

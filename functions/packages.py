@@ -13,6 +13,7 @@ All file work runs off the event loop (aiofiles); staged and committed files are
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import uuid
@@ -25,6 +26,7 @@ import aiofiles
 import aiofiles.os
 
 from minipulsar.functions.errors import InvalidFunctionError
+from minipulsar.functions.durable_folders import make_folders_durably
 from minipulsar.functions.metadata import fsync_folder
 
 CHUNK_BYTES = 1 << 20
@@ -78,7 +80,8 @@ class PackageStore:
 
     async def _stage(self, chunks: AsyncIterator[bytes], file_name: str | None) -> StagedPackage:
         folder = self.root / STAGING / uuid.uuid4().hex
-        await aiofiles.os.makedirs(folder, exist_ok=True)
+        # durably: the package folders are created under it, and a folder that exists is trusted
+        await asyncio.to_thread(make_folders_durably, folder)
         path = folder / "package"
         try:
             async with aiofiles.open(path, "wb") as f:
@@ -95,7 +98,7 @@ class PackageStore:
         """Move a staged package to its function's folder, named as package_file_name says;
         returns its path relative to the functions folder (what FunctionRecord.package holds)."""
         folder = self.root.joinpath(*fqfn.split("/"), f"v{version}")
-        await aiofiles.os.makedirs(folder, exist_ok=True)
+        await asyncio.to_thread(make_folders_durably, folder)
         target = folder / package_file_name(staged.file_name, class_name)
         await aiofiles.os.replace(staged.path, target)
         await fsync_folder(folder)

@@ -21,6 +21,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from minipulsar.functions.durable_folders import make_folders_durably, sync_folder
 from minipulsar.functions.errors import InvalidFunctionError
 
 BUSY_TIMEOUT_MS = 30_000  # how long a write waits for another process's write to finish
@@ -45,7 +46,8 @@ class StateTable:
     """One function's table at `path` (created with its folders when missing). Thread-safe."""
 
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folders_durably(path.parent)
+        created = not path.exists()
         self._db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                    check_same_thread=False)
         self._lock = threading.Lock()
@@ -53,6 +55,8 @@ class StateTable:
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB, number INTEGER, "
                          "version INTEGER NOT NULL)")
+        if created:  # SQLite syncs the directory for its journal files, not for a new database
+            sync_folder(path.parent)
 
     def get(self, key: str) -> StateValue | None:
         with self._lock:

@@ -28,6 +28,7 @@ from prometheus_client.metrics_core import Metric
 
 from minipulsar.functions import config as function_config
 from minipulsar.functions import metrics, status
+from minipulsar.functions.durable_folders import make_folders_durably
 from minipulsar.functions.errors import (FunctionExistsError, FunctionNotFoundError, InvalidFunctionError,
                                          StateKeyNotFoundError, WorkerUnavailableError)
 from minipulsar.functions.metadata import FunctionRecord, MetadataStore
@@ -84,6 +85,7 @@ class FunctionWorker:
     # ---- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
         """Load the functions and start their instances (they resume from their subscriptions)."""
+        await asyncio.to_thread(make_folders_durably, self.folder)  # the folders below trust it
         await self.metadata.load()
         await self.packages.clear_staging()
         for record in self.metadata.records.values():
