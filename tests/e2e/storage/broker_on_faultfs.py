@@ -18,6 +18,16 @@ class BrokerOnFaultFS(BrokerProcess):
         super().__init__(ffs.mountpoint / "data", log_path=log_dir / "broker.log", env=env)
         self.ffs = ffs
 
+    def start(self, timeout: float | None = None, wait: bool = True) -> "BrokerOnFaultFS":
+        """Start and wait until ready; then the start-up must have logged no ERROR or CRITICAL
+        line: recovery repairs what a power loss may leave (torn tails, missing entries of
+        unsynced folders) and says so at WARNING at most; an error is damage it could not repair."""
+        super().start(timeout, wait)
+        if wait:
+            errors = [line for line in self._log_since_start().splitlines() if " ERROR " in line or " CRITICAL " in line]
+            assert not errors, "the broker reported errors while starting:\n" + "\n".join(errors[:20])
+        return self
+
     def power_loss(self, torn: bool = False, seed: int | None = None) -> dict:
         """SIGKILL the broker, then lose everything unsynced. A broker thread blocked in the file
         system (a trap) cannot die before the power loss answers it: wait only after."""
