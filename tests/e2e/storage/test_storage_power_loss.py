@@ -57,11 +57,17 @@ def survivors_report(report: dict) -> str:
 @pytest.mark.parametrize("made_durable", [
     pytest.param((), id="nothing-premade"),
     pytest.param(("data",), id="operator-made-data-dir"),
+    pytest.param("data", id="operator-made-data-dir-just-now"),
 ])
 def test_power_loss_during_first_boot_keeps_acknowledged_messages(ffs, broker, made_durable):
     """The issue's case: the first topic is created and messages are acknowledged, then the power
-    goes before anything else syncs the parents of data/ledgers, data/metadata, ..."""
-    make_durable(ffs.mountpoint, made_durable)
+    goes before anything else syncs the parents of data/ledgers, data/metadata, ... A string names
+    a folder the operator made just before the start and nothing synced yet (its own entry
+    included: the broker syncs the data dir's ancestors at start)."""
+    if isinstance(made_durable, str):
+        os.makedirs(ffs.mountpoint / made_durable)
+    else:
+        make_durable(ffs.mountpoint, made_durable)
     broker.start()
     subscribe(broker.url, TOPIC)
     acked = produce(broker.url, TOPIC, 20)
