@@ -184,18 +184,40 @@ def test_acknowledged_consumption_comes_back_at_least_once(ffs, broker):
     assert again == acked[len(acked) - len(again):] and len(again) >= 10, again
 
 
-def test_partitioned_topic_metadata_survives_a_power_loss(ffs, broker):
+@pytest.mark.parametrize("cut", ["acknowledged", "at-rename"])
+def test_partitioned_topic_metadata_survives_a_power_loss(ffs, broker, cut):
+    """Acknowledged (204), a partitioned topic's metadata survives; cut while its metadata file is
+    renamed into place, the topic is there with all its partitions or not at all."""
     make_durable(ffs.mountpoint, LAYOUT[:3])  # everything but data/metadata, which the broker creates
     broker.start()
     url = broker.web_url + "/admin/v2/persistent/public/default"
-    r = requests.put(url + "/orders/partitions", json=3, timeout=10)
-    assert r.status_code == 204, r.text
-    assert requests.get(url + "/partitioned", timeout=10).json() == ["persistent://public/default/orders"]
+    if cut == "at-rename":
+        ffs.trap("rename", "data/metadata/*", nth=1, when="after")
+        unanswered("PUT", url + "/orders/partitions", 3)
+        ffs.wait_trap(timeout=20)
+    else:
+        r = requests.put(url + "/orders/partitions", json=3, timeout=10)
+        assert r.status_code == 204, r.text
+        assert requests.get(url + "/partitioned", timeout=10).json() == ["persistent://public/default/orders"]
     report = broker.power_loss()
     broker.start()
     url = broker.web_url + "/admin/v2/persistent/public/default"  # a new web port
     listed = requests.get(url + "/partitioned", timeout=10).json()
-    assert listed == ["persistent://public/default/orders"], survivors_report(report)
+    if cut == "acknowledged" or listed:
+        assert listed == ["persistent://public/default/orders"], survivors_report(report)
+        partitions = requests.get(url + "/orders/partitions", timeout=10).json()["partitions"]
+        assert partitions == 3, survivors_report(report)
+
+
+def unanswered(method: str, url: str, body) -> None:
+    """A request, in a thread, that the power loss cuts off: the broker dies under it, so its
+    connection error is the expected end, not a failure."""
+    def send():
+        try:
+            requests.request(method, url, json=body, timeout=30)
+        except requests.RequestException:
+            pass
+    threading.Thread(target=send, daemon=True).start()
 
 
 
@@ -288,12 +310,13 @@ def read_compacted(url: str, topic: str) -> dict[str, bytes]:
         c.close()
 
 
-@pytest.mark.parametrize("cut", ["after-compaction", "at-compacted-rename"])
+@pytest.mark.parametrize("cut", ["after-compaction", "at-compacted-rename", "at-cursor-move"])
 def test_compacted_view_survives_a_power_loss(ffs, broker, cut):
     """A compaction writes compacted-<id>.ledger.tmp, fsyncs it, renames it, fsyncs the folder, then
-    persists the __compaction cursor naming it. Cut after all of it, or right after the rename (the
-    cursor does not name the file yet: the restart deletes it and readers see the whole topic);
-    either way a read_compacted reader gets every key's latest value."""
+    persists the __compaction cursor naming it. Cut after all of it, right after the rename (the
+    cursor does not name the file yet: the restart deletes it and readers see the whole topic), or
+    while the cursor's new slot is synced (either slot may win); every way a read_compacted reader
+    gets every key's latest value."""
     make_durable(ffs.mountpoint)
     broker.start()
     subscribe(broker.url, TOPIC)
@@ -302,8 +325,10 @@ def test_compacted_view_survives_a_power_loss(ffs, broker, cut):
     base = broker.web_url + "/admin/v2/persistent/public/default/power"
     if cut == "at-compacted-rename":
         ffs.trap("rename", "*compacted-*.ledger", nth=1, when="after")
+    elif cut == "at-cursor-move":
+        ffs.trap("fdatasync", "data/ledgers/ledgers/*/cursors/__compaction.cur.*", nth=1, when="before")
     assert requests.put(base + "/compaction", timeout=10).status_code == 204
-    if cut == "at-compacted-rename":
+    if cut != "after-compaction":
         ffs.wait_trap(timeout=20)
     else:
         deadline = time.monotonic() + 20
@@ -340,16 +365,7 @@ def test_power_loss_during_a_cursor_persist(ffs, broker):
     assert again == acked[len(acked) - len(again):] and len(again) >= 10, (again, survivors_report(report))
 
 
-def post_unanswered(url: str, body) -> None:
-    """A POST the power loss cuts off: the broker dies under it, so its connection error is the
-    expected end, not a failure."""
-    try:
-        requests.post(url, json=body, timeout=30)
-    except requests.RequestException:
-        pass
-
-
-@pytest.mark.parametrize("cut", ["acknowledged", "at-rename"])
+@pytest.mark.parametrize("cut", ["acknowledged", "at-rename", "dynamic-config-at-rename"])
 def test_namespace_policy_and_dynamic_config_writes_survive_a_power_loss(ffs, broker, cut):
     """Policies and dynamic settings go to the metadata store (temporary file, fsync, rename,
     fsync of the folder). Acknowledged (204), they survive; cut at the rename, the store holds the
@@ -358,12 +374,16 @@ def test_namespace_policy_and_dynamic_config_writes_survive_a_power_loss(ffs, br
     broker.start()
     namespace = broker.web_url + "/admin/v2/namespaces/public/default"
     assert requests.post(namespace + "/messageTTL", json=60, timeout=10).status_code == 204
+    config = broker.web_url + "/admin/v2/brokers/configuration/dispatcherMaxReadBatchSize/77"
     if cut == "at-rename":
         ffs.trap("rename", "data/metadata/*", nth=1, when="after")
-        threading.Thread(target=post_unanswered, args=(namespace + "/messageTTL", 120), daemon=True).start()
+        unanswered("POST", namespace + "/messageTTL", 120)
+        ffs.wait_trap(timeout=20)
+    elif cut == "dynamic-config-at-rename":
+        ffs.trap("rename", "data/metadata/*", nth=1, when="after")
+        unanswered("POST", config, None)
         ffs.wait_trap(timeout=20)
     else:
-        config = broker.web_url + "/admin/v2/brokers/configuration/dispatcherMaxReadBatchSize/77"
         assert requests.post(config, timeout=10).status_code == 204
     report = broker.power_loss()
     broker.start()
@@ -373,8 +393,12 @@ def test_namespace_policy_and_dynamic_config_writes_survive_a_power_loss(ffs, br
         assert ttl == 60, survivors_report(report)
         dynamic = requests.get(broker.web_url + "/admin/v2/brokers/configuration/values", timeout=10).json()
         assert dynamic.get("dispatcherMaxReadBatchSize") == "77", dynamic
-    else:
+    elif cut == "at-rename":
         assert ttl in (60, 120), survivors_report(report)
+    else:
+        assert ttl == 60, survivors_report(report)
+        dynamic = requests.get(broker.web_url + "/admin/v2/brokers/configuration/values", timeout=10).json()
+        assert dynamic.get("dispatcherMaxReadBatchSize") in (None, "77"), dynamic
 
 
 def test_deduplication_snapshot_cut_keeps_every_message_once(ffs, tmp_path):
