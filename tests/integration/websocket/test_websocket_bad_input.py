@@ -114,7 +114,10 @@ def test_a_frame_over_the_limit_closes_that_session_only(broker_factory, officia
      "Invalid query params: No enum constant org.apache.pulsar.client.api.HashingScheme.Boost"),
     (f"/ws/v2/reader/{TOPIC_PATH}?messageId=@@", 400, None),
     ("/ws/producer/persistent/public/standalone/default/t", 404, None),  # v1: no cluster-scoped namespaces
+    ("/ws/consumer/persistent/public/standalone/default/t/s", 404, None),
+    ("/ws/reader/persistent/public/standalone/default/t", 500, None),  # a reader's failures are all 500
     ("/ws/v2/producer/persistent/no-such-tenant/ns/t", 404, None),
+    ("/ws/v2/reader/persistent/no-such-tenant/ns/t", 500, None),
 ])
 def test_refused_upgrades(broker, path, status, reason):
     got_status, got_reason = refused(ws_url(broker, path))
