@@ -8,9 +8,9 @@ serves them too (wss://), with the same certificate and client-certificate check
 An upgrade is admitted in this order: the path names a topic (400), the client authenticates (401)
 and may use the topic (403), the query parameters parse (400), then the session's producer,
 consumer or reader is created (admission.creation_refusal says the status when it cannot be);
-only then is the socket accepted. A v1 path is refused with 404: its topic would live in a
-cluster-scoped namespace, and minipulsar has none (no Pulsar standalone has one either, unless
-made with the v1 admin API).
+only then is the socket accepted. A v1 path is refused as a topic that does not exist (404, or
+500 for a reader, as every reader failure): its topic would live in a cluster-scoped namespace,
+and minipulsar has none (no Pulsar standalone has one either, unless made with the v1 admin API).
 
 Sessions reach the topics through the bundled client, one Client for the whole service, created at
 the first session and connected to this broker's own service URL with
@@ -40,7 +40,7 @@ from minipulsar.broker.web.websocket.paths import Endpoint, InvalidPath, parse_p
 from minipulsar.broker.web.websocket.producer import ProducerSession
 from minipulsar.broker.web.websocket.reader import ReaderSession
 from minipulsar.broker.web.websocket.session import Session, SessionSettings
-from minipulsar.client import Client, ServiceUnitNotReady
+from minipulsar.client import Client, ServiceUnitNotReady, TopicNotFound
 from minipulsar.client.auth import Authentication
 
 log = logging.getLogger(__name__)
@@ -109,9 +109,10 @@ class WebSocketService:
         except InvalidPath as exc:
             raise RestError(400, f"Invalid query params: {exc}") from None
         role = admission.authenticate(self.broker.authentication, request)
-        if endpoint.v1_namespace is not None:
-            raise RestError(404, f"Failed to create {endpoint.kind}: Namespace {endpoint.v1_namespace} does not "
-                                 "exist (minipulsar has no v1, cluster-scoped, namespaces)")
+        if endpoint.v1_namespace is not None:  # refused as a topic that cannot be created (a reader: 500)
+            missing = TopicNotFound(f"Namespace {endpoint.v1_namespace} does not exist (minipulsar has no v1, "
+                                    "cluster-scoped, namespaces)")
+            raise admission.creation_refusal(missing, endpoint.kind)
         admission.authorize(self.broker.authorization, endpoint.kind, endpoint.topic, role, request)
         label = f"{request.remote} {endpoint.kind} {endpoint.topic}" + (
             f" / {endpoint.subscription}" if endpoint.subscription else "")

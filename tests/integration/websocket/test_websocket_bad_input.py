@@ -114,7 +114,10 @@ def test_a_frame_over_the_limit_closes_that_session_only(broker_factory, officia
      "Invalid query params: No enum constant org.apache.pulsar.client.api.HashingScheme.Boost"),
     (f"/ws/v2/reader/{TOPIC_PATH}?messageId=@@", 400, None),
     ("/ws/producer/persistent/public/standalone/default/t", 404, None),  # v1: no cluster-scoped namespaces
+    ("/ws/consumer/persistent/public/standalone/default/t/s", 404, None),
+    ("/ws/reader/persistent/public/standalone/default/t", 500, None),  # a reader's failures are all 500
     ("/ws/v2/producer/persistent/no-such-tenant/ns/t", 404, None),
+    ("/ws/v2/reader/persistent/no-such-tenant/ns/t", 500, None),
 ])
 def test_refused_upgrades(broker, path, status, reason):
     got_status, got_reason = refused(ws_url(broker, path))
@@ -136,9 +139,21 @@ def test_busy_and_terminated_topics_are_refused_with_pulsar_codes(broker, offici
 def test_plain_get_and_disabled_service(broker_factory):
     broker = broker_factory()
     answer = requests.get(broker.broker.web_service_url + f"/ws/v2/producer/{TOPIC_PATH}", timeout=10)
-    assert answer.status_code == 405
+    # Jetty's WebSocket servlet hands a request without an upgrade to HttpServlet.doGet
+    assert (answer.status_code, answer.json()["reason"]) == (405, "HTTP method GET is not supported by this URL")
     off = broker_factory(webSocketServiceEnabled="false")
     assert refused(ws_url(off, f"producer/{TOPIC_PATH}"))[0] == 404
+
+
+def test_a_broker_with_the_client_sizing_settings_serves_sessions(broker_factory):
+    """webSocketNumIoThreads and webSocketConnectionsPerBroker size the service's PulsarClient in
+    Pulsar (WebSocketService.createClientInstance); here they are read and change nothing."""
+    broker = broker_factory(webSocketNumIoThreads="2", webSocketConnectionsPerBroker="3")
+    config = broker.broker.config
+    assert (config.web_socket_num_io_threads, config.web_socket_connections_per_broker) == (2, 3)
+    with ws_session(broker, f"producer/{TOPIC_PATH}") as ws:
+        ws.send_json({"payload": b64(b"x")})
+        assert ws.recv_json()["result"] == "ok"
 
 
 def test_idle_sessions_close_and_pings(broker_factory):
