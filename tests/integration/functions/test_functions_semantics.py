@@ -19,6 +19,10 @@ FLAKY = """
             raise ValueError("cannot take " + input)
         return input + "!"
 """
+SKIPPER = """
+    def process(input):
+        return None if input.startswith("skip") else input + "!"
+"""
 SLOW = """
     import time
 
@@ -74,6 +78,23 @@ def test_exceptions_are_retried_then_sent_to_the_dead_letter_topic(broker, funct
     assert latest and "ValueError: cannot take bad1" in latest[-1]["exceptionString"] and latest[-1]["timestampMs"] > 0
     wait_for(lambda: broker.subscription_stats("persistent://public/default/fl-in",
                                                "public/default/flaky")["msgBacklog"] == 0)
+
+
+def test_a_none_result_publishes_nothing_and_acknowledges_the_input(broker, functions, official, code):
+    package = write_package(code, "skipper.py", SKIPPER)
+    create_and_wait(functions, "skipper", {"className": "skipper", "inputs": ["none-in"], "output": "none-out"},
+                    package)
+    out = official.subscribe("none-out", "check")
+    producer = official.create_producer("none-in")
+    for value in (b"skip1", b"skip2", b"keep", b"skip3", b"last"):
+        producer.send(value)
+    # one instance sends its outputs in input order: anything published for a None comes first
+    assert [m.data() for m in collect(out, 2)] == [b"keep!", b"last!"]
+    wait_for(lambda: functions.stats("skipper")["processedSuccessfullyTotal"] == 5, "every input processed")
+    wait_for(lambda: broker.subscription_stats("persistent://public/default/none-in",
+                                               "public/default/skipper")["msgBacklog"] == 0,
+             "the None results' inputs acknowledged too")
+    assert broker.topic_stats("persistent://public/default/none-out")["msgInCounter"] == 2
 
 
 def test_atmost_once_acknowledges_on_receipt_even_when_process_raises(broker, functions, official, code):
