@@ -1,6 +1,7 @@
-"""Pulsar's processing semantics, observed with the official client: parallelism, Shared and
-Failover subscriptions, exceptions negatively acknowledged and retried into a dead letter topic,
-ATMOST_ONCE, an update that takes over the backlog, trigger, instance start/stop/restart."""
+"""Pulsar's processing semantics, observed with the official client: parallelism, Shared,
+Failover and Key_Shared subscriptions, exceptions negatively acknowledged and retried into a dead
+letter topic, a None result, ATMOST_ONCE, an update that takes over the backlog, trigger, instance
+start/stop/restart."""
 from __future__ import annotations
 
 from tests.helpers import wait_for
@@ -60,6 +61,29 @@ def test_retain_ordering_uses_a_failover_subscription(broker, functions, code):
                                            "retainOrdering": True, "parallelism": 2}, package, instances=2)
     subscription = broker.subscription_stats("persistent://public/default/ord-in", "public/default/ordered")
     assert subscription["type"] == "Failover" and len(subscription["consumers"]) == 2
+
+
+def test_retain_key_ordering_uses_a_key_shared_subscription(broker, functions, official, code):
+    """Each key goes to one instance, in order; the keys spread over both instances."""
+    package = write_package(code, "who.py", WHO)
+    create_and_wait(functions, "keyed", {"className": "who.Who", "inputs": ["key-in"], "output": "key-out",
+                                         "retainKeyOrdering": True, "parallelism": 2}, package, instances=2)
+    subscription = broker.subscription_stats("persistent://public/default/key-in", "public/default/keyed")
+    assert subscription["type"] == "Key_Shared" and len(subscription["consumers"]) == 2
+    out = official.subscribe("key-out", "check")
+    producer = official.create_producer("key-in", batching_enabled=False)
+    for i in range(200):
+        producer.send_async(f"k{i % 20}-{i}".encode(), None, partition_key=f"k{i % 20}")
+    producer.flush()
+    instances_of, order_of = {}, {}
+    for message in collect(out, 200):
+        instance, value = message.data().decode().split(":")
+        key, index = value.split("-")
+        instances_of.setdefault(key, set()).add(instance)
+        order_of.setdefault(key, []).append(int(index))
+    assert all(len(instances) == 1 for instances in instances_of.values()), instances_of
+    assert set().union(*instances_of.values()) == {"0", "1"}, "both instances took keys"
+    assert all(indexes == sorted(indexes) and len(indexes) == 10 for indexes in order_of.values()), order_of
 
 
 def test_exceptions_are_retried_then_sent_to_the_dead_letter_topic(broker, functions, official, code):
