@@ -1,8 +1,10 @@
 """What the worker's supervisor does around an instance process (functions/supervisor.py): its
 stdout, stderr and the function's logger land in the instance's log file, which rotates past its
-limit; a process that keeps crashing is restarted after a back-off that doubles (1 s, 2 s, 4 s)."""
+limit; a process that keeps crashing is restarted after a back-off that doubles (1 s, 2 s, 4 s),
+back to the minimum after a healthy run."""
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -70,8 +72,8 @@ def test_the_log_file_rotates_past_its_limit(broker, functions, official, code, 
     assert max(path.stat().st_size, rotated.stat().st_size) <= limit + supervisor.READ_CHUNK
 
 
-def test_a_crashing_instance_is_restarted_after_a_doubling_back_off(functions, code, tmp_path):
-    stamps = tmp_path / "stamps"
+def start_crasher(functions, code, stamps: Path) -> list[float]:
+    """Create a function whose instance dies at import; the monotonic times of its first 4 starts."""
     package = write_package(code, "crasher.py", CRASHER.format(stamps=str(stamps)))
     answer = functions.create("crasher", {"className": "crasher", "inputs": ["crash-in"]}, package)
     assert answer.status_code == 204, answer.text
@@ -79,7 +81,11 @@ def test_a_crashing_instance_is_restarted_after_a_doubling_back_off(functions, c
     def starts() -> list[float]:
         return [float(line) for line in stamps.read_text().split()] if stamps.is_file() else []
 
-    times = wait_for(lambda: len(s := starts()) >= 4 and s, "four starts of the instance", timeout=40)
+    return wait_for(lambda: len(s := starts()) >= 4 and s, "four starts of the instance", timeout=40)
+
+
+def test_a_crashing_instance_is_restarted_after_a_doubling_back_off(functions, code, tmp_path):
+    times = start_crasher(functions, code, tmp_path / "stamps")
     gaps = [b - a for a, b in zip(times, times[1:4])]
     # each gap is the back-off plus the process's start and exit, so never less than the back-off
     assert all(gap >= backoff for gap, backoff in zip(gaps, (1.0, 2.0, 4.0))), gaps
@@ -89,3 +95,15 @@ def test_a_crashing_instance_is_restarted_after_a_doubling_back_off(functions, c
     assert time.monotonic() - times[3] < 8, "status read within the fourth back-off (8 s): no fourth restart yet"
     assert (status["running"], status["numRestarts"]) == (False, 3)
     assert status["error"] == "instance process exited with status 3"
+
+
+def test_a_run_past_the_healthy_time_resets_the_back_off(functions, code, tmp_path, monkeypatch, caplog):
+    """RESTART_HEALTHY_SECONDS (60 s) shrunk to 0: every run counts as healthy, so every restart
+    waits the minimum, and the worker's log says so."""
+    monkeypatch.setattr(supervisor, "RESTART_HEALTHY_SECONDS", 0.0)
+    caplog.set_level(logging.WARNING, logger=supervisor.__name__)
+    times = start_crasher(functions, code, tmp_path / "stamps")
+    gaps = [b - a for a, b in zip(times, times[1:4])]
+    assert all(1.0 <= gap < 3.0 for gap in gaps), f"a doubling back-off would wait 2 s then 4 s: {gaps}"
+    said = [r.getMessage() for r in caplog.records if "restarting in" in r.getMessage()][:3]
+    assert len(said) == 3 and all(m.endswith("restarting in 1 s") for m in said), said
