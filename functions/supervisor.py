@@ -113,10 +113,10 @@ class InstanceSupervisor:
             if self._stopping.is_set():
                 return
             self.error = self._fatal or describe_exit(code)
+            if time.monotonic() - started >= RESTART_HEALTHY_SECONDS:  # before the log: it says the wait
+                backoff = RESTART_BACKOFF_MIN_SECONDS
             log.warning("%s instance %d: %s; restarting in %.0f s", self.spec.fqfn, self.spec.instance_id,
                         self.error.splitlines()[-1] if self.error else "", backoff)
-            if time.monotonic() - started >= RESTART_HEALTHY_SECONDS:
-                backoff = RESTART_BACKOFF_MIN_SECONDS
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), backoff)
             backoff = min(backoff * 2, RESTART_BACKOFF_MAX_SECONDS)

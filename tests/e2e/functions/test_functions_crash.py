@@ -1,7 +1,7 @@
 """Functions across crashes, on a broker process: kill -9 of an instance process (ATLEAST_ONCE
 loses nothing; EFFECTIVELY_ONCE with broker deduplication writes no duplicate), and a broker
 killed or stopped and started again (the function comes back and resumes from its subscription,
-and no instance outlives its broker)."""
+and no instance outlives its broker; its state comes back with it)."""
 from __future__ import annotations
 
 import os
@@ -29,6 +29,14 @@ ONCE = """
                 context.incr_counter("reprocessed", 1)
             context.incr_counter("seen-" + input, 1)
             return input + "!"
+"""
+COUNTER = """
+    from pulsar import Function
+
+    class Counter(Function):
+        def process(self, input, context):
+            context.incr_counter("seen", 1)
+            context.put_state("last", input)
 """
 SETTINGS = {"functionsNegativeAckRedeliveryDelayMs": 300}
 ROUND = 200  # inputs per kill of the effectively-once test
@@ -166,4 +174,37 @@ def test_a_killed_broker_takes_its_instances_and_the_function_resumes_after_rest
     broker.start()
     functions.wait_running("steady")
     assert functions.get("steady").json()["output"] == "persistent://public/default/br-out"
+    client.close()
+
+
+def test_function_state_survives_a_broker_crash(broker_process, tmp_path):
+    broker = broker_process(settings=SETTINGS)
+    functions = FunctionsAdmin(broker.web_url)
+    create_and_wait(functions, "counter", {"className": "counter.Counter", "inputs": ["st-in"]},
+                    write_package(tmp_path / "code", "counter.py", COUNTER))
+    client = _client(broker)
+    producer = client.create_producer("st-in")
+    _send(producer, 0, 5)
+
+    def state(key: str):
+        answer = functions.get("counter", f"/state/{key}")
+        return answer.json() if answer.status_code == 200 else None
+
+    wait_for(lambda: (state("seen") or {}).get("numberValue") == 5, "five inputs counted")
+    broker.kill()
+    wait_for(lambda: instance_pids(broker.data_dir) == [], "the instance to end with its broker", timeout=30)
+    broker.start()
+    assert state("seen")["numberValue"] == 5 and state("last")["stringValue"] == "m4", "the state came back"
+    functions.wait_running("counter")
+    _send(producer, 5, 1)  # the client reconnected to the restarted broker
+    # The crash may have lost acknowledgements not yet persisted (the cursor's rate-limited persist,
+    # as in Pulsar): those inputs come back before m5 and are counted again (at-least-once).
+    wait_for(lambda: state("last")["stringValue"] == "m5", "the restarted function processed m5")
+
+    def processed() -> int:  # by the new instance (its stats come a moment after its state writes)
+        return functions.status("counter")["instances"][0]["status"]["numSuccessfullyProcessed"]
+
+    wait_for(lambda: (n := processed()) >= 1 and state("seen")["numberValue"] == 5 + n,
+             "the new instance counting on from the stored value")
+    assert processed() <= 6
     client.close()

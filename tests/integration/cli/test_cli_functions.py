@@ -22,6 +22,18 @@ COUNTER = """
             context.incr_counter("seen", 1)
             return input + context.get_user_config_value("suffix")
 """
+SERDES = """
+    class Reverse:
+        def serialize(self, value):
+            return value[::-1].encode()
+
+        def deserialize(self, data):
+            return data.decode()[::-1]
+
+    def process(input):
+        return input
+"""
+PUBLIC = "persistent://public/default/"
 
 
 def test_functions_verbs(broker, official, tmp_path):
@@ -55,6 +67,40 @@ def test_functions_verbs(broker, official, tmp_path):
     missing = cli.run("functions", "get", "--name", "Counter")
     assert (missing.returncode, missing.stderr.strip()) == (
         1, "minipulsar admin functions get: Function Counter doesn't exist (HTTP 404)")
+
+
+def test_semantic_flags_reach_the_stored_function_config(broker, tmp_path):
+    """Each flag lands in its FunctionConfig field, named as Pulsar's JSON names it; inputs,
+    the pattern and the input SerDe are folded into inputSpecs (Pulsar's convertFromDetails)."""
+    cli = Cli(broker.broker.web_service_url)
+    package = write_package(tmp_path / "code", "serdes.py", SERDES)
+    assert cli.ok("functions", "create", "--py", str(package), "--classname", "serdes", "--name", "flagged",
+                  "--processing-guarantees", "ATLEAST_ONCE", "--retain-ordering", "--max-message-retries", "3",
+                  "--dead-letter-topic", "flags-dlq", "--timeout-ms", "5000",
+                  "--custom-serde-inputs", '{"flags-a": "serdes.Reverse"}', "--output", "flags-out",
+                  "--output-serde-classname", "serde.PickleSerDe", "--topics-pattern", PUBLIC + "flags-p-.*",
+                  "--secrets", '{"password": "s3cret"}', "--log-topic", "flags-log",
+                  "--parallelism", "2") == "Created successfully\n"
+    config = json.loads(cli.ok("functions", "get", "--name", "flagged"))
+    assert (config["processingGuarantees"], config["retainOrdering"], config["retainKeyOrdering"]) == \
+        ("ATLEAST_ONCE", True, False)
+    assert (config["maxMessageRetries"], config["deadLetterTopic"], config["timeoutMs"]) == \
+        (3, PUBLIC + "flags-dlq", 5000)
+    assert (config["output"], config["outputSerdeClassName"], config["logTopic"]) == \
+        (PUBLIC + "flags-out", "serde.PickleSerDe", PUBLIC + "flags-log")
+    assert config["secrets"] == {"password": "s3cret"} and config["parallelism"] == 2
+    specs = config["inputSpecs"]
+    assert set(specs) == {PUBLIC + "flags-a", PUBLIC + "flags-p-.*"}
+    assert (specs[PUBLIC + "flags-a"]["serdeClassName"], specs[PUBLIC + "flags-a"]["isRegexPattern"]) == \
+        ("serdes.Reverse", False)
+    assert (specs[PUBLIC + "flags-p-.*"]["serdeClassName"], specs[PUBLIC + "flags-p-.*"]["isRegexPattern"]) == \
+        (None, True)
+    assert config["inputs"] is None and config["topicsPattern"] is None and config["customSerdeInputs"] is None
+    wait_for(lambda: json.loads(cli.ok("functions", "status", "--name", "flagged"))["numRunning"] == 2,
+             "both instances running with that config")
+    assert cli.ok("functions", "create", "--py", str(package), "--classname", "serdes", "--name", "atmost",
+                  "--inputs", "flags-b", "--processing-guarantees", "ATMOST_ONCE") == "Created successfully\n"
+    assert json.loads(cli.ok("functions", "get", "--name", "atmost"))["processingGuarantees"] == "ATMOST_ONCE"
 
 
 def test_create_with_a_zip_a_config_file_and_refusals(broker, official, tmp_path):

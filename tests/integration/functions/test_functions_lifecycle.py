@@ -110,6 +110,32 @@ def test_get_and_list_answer_the_stored_function_config(functions, code):
     assert functions.get("").json() == ["stored"]
 
 
+def test_one_instances_status(functions, official, code):
+    """GET .../{name}/{instance}/status: that instance's FunctionInstanceStatusData, unwrapped."""
+    package = write_package(code, "exclamation.py", EXCLAIM)
+    create_and_wait(functions, "each", {"className": "exclamation.Exclaim", "inputs": ["each-in"],
+                                        "output": "each-out", "parallelism": 2}, package, instances=2)
+    assert functions.post("each", "/1/stop").status_code == 204
+    functions.wait_running("each", 1)
+    out = official.subscribe("each-out", "check")
+    official.create_producer("each-in").send(b"x")
+    assert collect(out, 1)[0].data() == b"x!"
+    first = wait_for(lambda: (s := functions.get("each", "/0/status").json())["numSuccessfullyProcessed"] == 1 and s,
+                     "instance 0 processed the message")
+    assert set(first) == {"running", "error", "numRestarts", "numReceived", "numSuccessfullyProcessed",
+                          "numUserExceptions", "latestUserExceptions", "numSystemExceptions",
+                          "latestSystemExceptions", "averageLatency", "lastInvocationTime", "workerId"}
+    assert (first["running"], first["error"], first["numRestarts"], first["numReceived"]) == (True, "", 0, 1)
+    assert first["lastInvocationTime"] > 0 and first["workerId"].startswith("c-standalone-fw-")
+    assert first == functions.status("each")["instances"][0]["status"], "the same data as in the function's status"
+    stopped = functions.get("each", "/1/status").json()
+    assert (stopped["running"], stopped["numReceived"]) == (False, 0)
+    invalid = functions.get("each", "/2/status")
+    assert (invalid.status_code, invalid.json()["reason"]) == (400, "Invalid Instance Id")
+    missing = functions.get("nobody", "/0/status")
+    assert (missing.status_code, missing.json()["reason"]) == (404, "Function nobody doesn't exist")
+
+
 def test_delete_stops_consumption_and_removes_the_subscription(broker, functions, official, code, tmp_path):
     package = write_package(code, "exclamation.py", EXCLAIM)
     create_and_wait(functions, "gone", {"className": "exclamation.Exclaim", "inputs": ["del-in"],

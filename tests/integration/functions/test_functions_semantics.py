@@ -1,6 +1,7 @@
-"""Pulsar's processing semantics, observed with the official client: parallelism, Shared and
-Failover subscriptions, exceptions negatively acknowledged and retried into a dead letter topic,
-ATMOST_ONCE, an update that takes over the backlog, trigger, instance start/stop/restart."""
+"""Pulsar's processing semantics, observed with the official client: parallelism, Shared,
+Failover and Key_Shared subscriptions, exceptions negatively acknowledged and retried into a dead
+letter topic, a None result, ATMOST_ONCE, an update that takes over the backlog, trigger, instance
+start/stop/restart."""
 from __future__ import annotations
 
 from tests.helpers import wait_for
@@ -18,6 +19,10 @@ FLAKY = """
         if input.startswith("bad"):
             raise ValueError("cannot take " + input)
         return input + "!"
+"""
+SKIPPER = """
+    def process(input):
+        return None if input.startswith("skip") else input + "!"
 """
 SLOW = """
     import time
@@ -58,6 +63,29 @@ def test_retain_ordering_uses_a_failover_subscription(broker, functions, code):
     assert subscription["type"] == "Failover" and len(subscription["consumers"]) == 2
 
 
+def test_retain_key_ordering_uses_a_key_shared_subscription(broker, functions, official, code):
+    """Each key goes to one instance, in order; the keys spread over both instances."""
+    package = write_package(code, "who.py", WHO)
+    create_and_wait(functions, "keyed", {"className": "who.Who", "inputs": ["key-in"], "output": "key-out",
+                                         "retainKeyOrdering": True, "parallelism": 2}, package, instances=2)
+    subscription = broker.subscription_stats("persistent://public/default/key-in", "public/default/keyed")
+    assert subscription["type"] == "Key_Shared" and len(subscription["consumers"]) == 2
+    out = official.subscribe("key-out", "check")
+    producer = official.create_producer("key-in", batching_enabled=False)
+    for i in range(200):
+        producer.send_async(f"k{i % 20}-{i}".encode(), None, partition_key=f"k{i % 20}")
+    producer.flush()
+    instances_of, order_of = {}, {}
+    for message in collect(out, 200):
+        instance, value = message.data().decode().split(":")
+        key, index = value.split("-")
+        instances_of.setdefault(key, set()).add(instance)
+        order_of.setdefault(key, []).append(int(index))
+    assert all(len(instances) == 1 for instances in instances_of.values()), instances_of
+    assert set().union(*instances_of.values()) == {"0", "1"}, "both instances took keys"
+    assert all(indexes == sorted(indexes) and len(indexes) == 10 for indexes in order_of.values()), order_of
+
+
 def test_exceptions_are_retried_then_sent_to_the_dead_letter_topic(broker, functions, official, code):
     package = write_package(code, "flaky.py", FLAKY)
     create_and_wait(functions, "flaky", {"className": "flaky", "inputs": ["fl-in"], "output": "fl-out",
@@ -74,6 +102,23 @@ def test_exceptions_are_retried_then_sent_to_the_dead_letter_topic(broker, funct
     assert latest and "ValueError: cannot take bad1" in latest[-1]["exceptionString"] and latest[-1]["timestampMs"] > 0
     wait_for(lambda: broker.subscription_stats("persistent://public/default/fl-in",
                                                "public/default/flaky")["msgBacklog"] == 0)
+
+
+def test_a_none_result_publishes_nothing_and_acknowledges_the_input(broker, functions, official, code):
+    package = write_package(code, "skipper.py", SKIPPER)
+    create_and_wait(functions, "skipper", {"className": "skipper", "inputs": ["none-in"], "output": "none-out"},
+                    package)
+    out = official.subscribe("none-out", "check")
+    producer = official.create_producer("none-in")
+    for value in (b"skip1", b"skip2", b"keep", b"skip3", b"last"):
+        producer.send(value)
+    # one instance sends its outputs in input order: anything published for a None comes first
+    assert [m.data() for m in collect(out, 2)] == [b"keep!", b"last!"]
+    wait_for(lambda: functions.stats("skipper")["processedSuccessfullyTotal"] == 5, "every input processed")
+    wait_for(lambda: broker.subscription_stats("persistent://public/default/none-in",
+                                               "public/default/skipper")["msgBacklog"] == 0,
+             "the None results' inputs acknowledged too")
+    assert broker.topic_stats("persistent://public/default/none-out")["msgInCounter"] == 2
 
 
 def test_atmost_once_acknowledges_on_receipt_even_when_process_raises(broker, functions, official, code):
