@@ -31,7 +31,8 @@ class KeyMaterialError(ValueError):
 
 
 def read_key_url(value: str) -> bytes:
-    """The bytes a key setting names (file:, data: or base64). Raises KeyMaterialError."""
+    """The bytes a key setting names: a file: or data: URL, the path of an existing file, or
+    base64 text, in that order (Pulsar's AuthTokenUtils.readKeyFromUrl). Raises KeyMaterialError."""
     value = value.strip()
     if value.startswith("file:"):
         path = Path(unquote(urlparse(value).path))
@@ -46,6 +47,8 @@ def read_key_url(value: str) -> bytes:
         if header.endswith(";base64"):
             return _base64(body)
         return unquote_to_bytes(body)
+    if value and Path(value).is_file():
+        return Path(value).read_bytes()
     return _base64(value)
 
 
@@ -53,7 +56,7 @@ def _base64(text: str) -> bytes:
     try:
         return base64.b64decode(text.strip(), validate=True)
     except (binascii.Error, ValueError):
-        raise KeyMaterialError("not valid base64 (expected file:///path, data:;base64,... or base64 text)") from None
+        raise KeyMaterialError("not valid base64 and no such file (expected file:///path, a path, data:;base64,... or base64 text)") from None
 
 
 def secret_key(value: str) -> bytes:

@@ -93,6 +93,10 @@ def test_default_command_is_pulsar_standalone_as_uid_10000(image):
         token = container.exec("bin/pulsar", "tokens", "create", "--secret-key", "file:///pulsar/data/secret.key",
                                "--subject", "admin")
         assert token.strip().count(".") == 2
+        # a plain path, as Testcontainers' .NET module passes it (Pulsar reads an existing file)
+        token = container.exec("bin/pulsar", "tokens", "create", "--secret-key", "/pulsar/data/secret.key",
+                               "--subject", "admin")
+        assert token.strip().count(".") == 2
         # a loopback advertised address: the client stays on the published port (Pulsar's standalone)
         assert round_trip(f"pulsar://{container.port(6650)}", "persistent://public/default/outside") == \
             b"through the published port"

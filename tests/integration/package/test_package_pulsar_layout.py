@@ -68,6 +68,21 @@ def test_apply_config_from_env_follows_pulsars_rules(pulsar_home):
     assert run(pulsar_home, "bin/apply-config-from-env.py", env=env, ok=False).returncode == 1  # no file: usage
 
 
+def test_apply_config_from_env_with_prefix_as_the_rust_and_dotnet_modules_run_it(pulsar_home):
+    """`bin/apply-config-from-env-with-prefix.py PREFIX files...`: the prefix adds or replaces any
+    key; a bare name replaces a key the file has."""
+    env = tool_env(pulsar_home, PULSAR_PREFIX_subscriptionPatternMaxLength="200", clusterName="other",
+                   CLIENT_PREFIX_authParams="token:abc", authPlugin="org.example.Auth")
+    run(pulsar_home, "bin/apply-config-from-env-with-prefix.py", "PULSAR_PREFIX_", "conf/standalone.conf", env=env)
+    lines = (pulsar_home / "conf" / "standalone.conf").read_text().splitlines()
+    assert "subscriptionPatternMaxLength=200" in lines and "clusterName=other" in lines
+    run(pulsar_home, "bin/apply-config-from-env-with-prefix.py", "CLIENT_PREFIX_", "conf/client.conf", env=env)
+    client = (pulsar_home / "conf" / "client.conf").read_text().splitlines()
+    assert "authParams=token:abc" in client and "authPlugin=org.example.Auth" in client
+    assert run(pulsar_home, "bin/apply-config-from-env-with-prefix.py", "PULSAR_PREFIX_", env=env,
+               ok=False).returncode == 1  # no file: usage
+
+
 class Standalone:
     """`bin/pulsar standalone` as a child process; its stdout lines collected as they come."""
 
