@@ -91,6 +91,11 @@ def test_rates_follow_steady_traffic_and_fall_to_zero_when_idle(stats_broker, to
         assert len(PAYLOAD) <= stats["averageMsgSize"] <= len(PAYLOAD) + 200
         assert near(stats["msgThroughputIn"], real * stats["averageMsgSize"])
         assert publisher["averageMsgSize"] == pytest.approx(stats["averageMsgSize"])
+        throughput = real * stats["averageMsgSize"]  # every message goes in and out once
+        assert near(publisher["msgThroughputIn"], throughput) and near(stats["msgThroughputOut"], throughput)
+        assert near(sub["msgThroughputOut"], throughput) and near(cons["msgThroughputOut"], throughput)
+        assert stats["waitingPublishers"] == 0 and sub["msgRateExpired"] == 0 and cons["msgRateRedeliver"] == 0
+        assert started_ms <= sub["lastAckedTimestamp"] and started_ms <= cons["lastConsumedTimestamp"]
         assert started_ms <= sub["lastConsumedTimestamp"] and started_ms <= cons["lastAckedTimestamp"]
         assert sub["lastConsumedFlowTimestamp"] >= started_ms and cons["lastConsumedTime"].endswith("Z")
         assert sub["lastMarkDeleteAdvancedTimestamp"] >= started_ms
