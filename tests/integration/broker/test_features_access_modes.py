@@ -57,7 +57,7 @@ def test_wait_for_exclusive_waits_for_the_holder(broker, client, topic):
     wait_for(lambda: _waiting(broker, topic) == 1, "the WaitForExclusive producer to be queued")
     assert "producer" not in created  # queued: PRODUCER_SUCCESS with producer_ready=false only
     waiting = broker.run(lambda: len(broker.broker.topics[str(TopicName.parse(topic))].access.waiting))
-    assert waiting == 1
+    assert waiting == 1 and broker.topic_stats(topic)["waitingPublishers"] == 1
     released_at = time.monotonic()
     holder.close()
     thread.join(10)

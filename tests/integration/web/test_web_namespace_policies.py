@@ -43,6 +43,8 @@ def test_message_ttl_expires_old_messages(admin, broker, official, topic):
     # messages are a second old.
     wait_for(lambda: broker.call(broker.broker.expire_messages_by_ttl()) and
              broker.subscription_stats(topic, "sub")["msgBacklog"] == 0, "the TTL to expire the backlog")
+    expired = broker.subscription_stats(topic, "sub")
+    assert expired["totalMsgExpired"] == 3 and expired["lastExpireTimestamp"] > 0, expired
     producer.send(b"new")
     assert broker.subscription_stats(topic, "sub")["msgBacklog"] == 1
 
