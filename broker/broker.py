@@ -15,6 +15,7 @@ and the ledger factory (releasing the data-dir lock).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 import logging
@@ -346,18 +347,25 @@ class Broker:
             return topic
         if not self.running:
             raise ServiceNotReadyError("broker is shutting down")
+        async with self.topic_lock(key):
+            topic = self.topics.get(key)
+            if topic is None:
+                topic = await self._load_topic(name, create, explicit)
+        return topic
+
+    @contextlib.asynccontextmanager
+    async def topic_lock(self, key: str):
+        """The one lock of persistent topic `key`: loading it, and closing it (an unload or a delete,
+        broker/topic_admin.py), so a topic is loaded again only once its ledger is closed."""
         slot = self._topic_locks.setdefault(key, [asyncio.Lock(), 0])
         slot[1] += 1
         try:
             async with slot[0]:
-                topic = self.topics.get(key)
-                if topic is None:
-                    topic = await self._load_topic(name, create, explicit)
+                yield
         finally:
             slot[1] -= 1
             if not slot[1]:
                 del self._topic_locks[key]
-        return topic
 
     def _non_persistent_topic(self, name: TopicName, create: bool, explicit: bool) -> NonPersistentTopic:
         topic = self.non_persistent_topics.get(str(name))

@@ -85,13 +85,20 @@ class TopicAdmin:
         return loaded.get(str(name))
 
     async def _close(self, topic) -> None:
+        """Disconnect its clients and close it; a persistent topic under its lock (Broker.topic_lock),
+        so whatever asks for it meanwhile (a client reconnecting, a stats request) waits and loads it
+        afresh instead of reopening the ledger being closed."""
         for producer in list(topic.producers.values()):
             producer.disconnect()
         for subscription in list(topic.subscriptions.values()):
             subscription.disconnect_consumers()
-        loaded = self.broker.topics if topic.persistent else self.broker.non_persistent_topics
-        loaded.pop(str(topic.name), None)
-        await topic.close()
+        if not topic.persistent:
+            self.broker.non_persistent_topics.pop(str(topic.name), None)
+            await topic.close()
+            return
+        async with self.broker.topic_lock(str(topic.name)):
+            self.broker.topics.pop(str(topic.name), None)
+            await topic.close()
 
     # ---- partitioned topics ----------------------------------------------------------------
     async def create_partitioned(self, name: TopicName, partitions: int) -> None:

@@ -15,34 +15,10 @@ import pytest
 import requests
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.helpers import rest_path, wait_for
+from tests.helpers import wait_for
+from tests.integration.web.console import backlog, local_name, open_topic, text_of, wait
 from tests.pki import tls_settings, token_settings
-
-WAIT_SECONDS = 20
-
-
-def wait(driver, timeout: float = WAIT_SECONDS) -> WebDriverWait:
-    return WebDriverWait(driver, timeout)
-
-
-def text_of(driver, css: str) -> str:
-    return wait(driver).until(ec.visibility_of_element_located((By.CSS_SELECTOR, css))).text
-
-
-def local_name(topic: str) -> str:
-    return topic.rsplit("/", 1)[1]
-
-
-def open_topic(driver, console_url: str, topic: str) -> None:
-    driver.get(f"{console_url}#/topic/{topic.replace('://', '/')}")
-    wait(driver).until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "h1"), topic))
-
-
-def backlog(broker, topic: str, subscription: str) -> int:
-    stats = requests.get(f"{broker.broker.web_service_url}/admin/v2{rest_path(topic)}/stats", timeout=10).json()
-    return stats["subscriptions"][subscription]["msgBacklog"]
 
 
 def test_a_topic_appears_with_its_subscription_and_backlog(broker, official, topic, browser, console_url):

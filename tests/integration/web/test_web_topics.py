@@ -1,8 +1,11 @@
 """Topics through the admin API, checked with the official client on the same broker: create,
 list, delete (412 while clients are connected), partitions, stats, internal stats, messages by
 position, the last message id, unload."""
+import asyncio
+
 import pulsar
 
+from minipulsar.broker.topic_name import TopicName
 from tests.helpers import Admin, rest_path, wait_for
 
 
@@ -108,3 +111,20 @@ def test_unload_makes_clients_reconnect(admin, broker, official, topic):
     producer.send(b"after")  # the client reconnects and the topic loads again
     assert consumer.receive(10000).data() == b"after"
     assert admin.put(base("persistent://public/default/never-created") + "/unload").status_code == 404
+
+
+def test_a_request_during_an_unload_loads_the_topic_after_it_closed(admin, broker, official, topic):
+    """A stats request arriving while an unload closes the topic (the web console polls every 2 s)
+    waits for the close and loads the topic afresh; it once reopened the ledger being closed, and
+    the topic loaded again took no more messages."""
+    producer = official.create_producer(topic, send_timeout_millis=5000, batching_enabled=False)
+    producer.send(b"before")
+    name = TopicName.parse(topic)
+
+    async def unload_while_asked():
+        return await asyncio.gather(broker.broker.topic_admin.unload(name), broker.broker.get_topic(name, create=False))
+
+    _, reloaded = broker.call(unload_while_asked())
+    assert broker.run(lambda: broker.broker.topics[topic]) is reloaded
+    producer.send(b"after")  # timed out (ResultTimeout) on a topic holding the closed ledger
+    assert admin.get(base(topic) + "/stats").json()["msgInCounter"] == 1

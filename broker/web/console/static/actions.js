@@ -3,7 +3,7 @@
 // topics and subscriptions, reset a cursor to a time, skip, clear a backlog, unload, compact.
 // What destroys something asks first. On a partitioned topic the subscription and topic actions
 // are sent to every partition, as pulsar-admin does.
-import {enc, getJson, request, topicName, topicPath} from "./api.js";
+import {ApiError, enc, getJson, request, topicName, topicPath} from "./api.js";
 import {confirmAction, formDialog, showDialog} from "./dialogs.js";
 import {h, toast} from "./dom.js";
 import {messageBlock, readEntry} from "./message.js";
@@ -48,12 +48,21 @@ export function produce(topic, partitions, done) {
   });
 }
 
-/** The topic's latest schema version when it has one (the payload is encoded by it), else BYTES. */
+/** The topic's latest schema version when it has one (the payload is encoded by it), else BYTES;
+ *  BYTES too for a role that may produce but not read schemas (a produce-only role: the broker
+ *  then checks BYTES against the topic's schema and its refusal is shown). */
 async function schemaFields(topic) {
-  const {getSchemaResponses: versions} = await getJson(
-    `/admin/v2/schemas/${enc(topic.tenant)}/${enc(topic.namespace)}/${enc(topic.local)}/schemas`);
+  const bytes = {valueSchema: JSON.stringify({type: "BYTES", schema: "", properties: {}})};
+  let versions;
+  try {
+    ({getSchemaResponses: versions} = await getJson(
+      `/admin/v2/schemas/${enc(topic.tenant)}/${enc(topic.namespace)}/${enc(topic.local)}/schemas`));
+  } catch (exc) {
+    if (exc instanceof ApiError && exc.status === 403) return bytes;
+    throw exc;
+  }
   if (versions.length) return {schemaVersion: versions[versions.length - 1].version};
-  return {valueSchema: JSON.stringify({type: "BYTES", schema: "", properties: {}})};
+  return bytes;
 }
 
 function parseProperties(text) {
