@@ -15,7 +15,6 @@ and the ledger factory (releasing the data-dir lock).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import itertools
 import logging
@@ -45,6 +44,7 @@ from minipulsar.broker.stats_rates import update_rates
 from minipulsar.broker.topic import PersistentTopic
 from minipulsar.broker.topic_admin import TopicAdmin
 from minipulsar.broker.topic_context import TopicContext
+from minipulsar.broker.topic_locks import TopicLocks
 from minipulsar.broker.topic_name import TopicName
 from minipulsar.broker.web.server import WebService
 from minipulsar.storage import ManagedLedgerFactory
@@ -80,9 +80,7 @@ class Broker:
         self.limits = TopicLimits(self.policies, self.list_topics, config.replicator_prefix)
         self.lookup_permits = LookupPermits(config.max_concurrent_lookup_request)
         self.inactive_topics = InactiveTopics(self)
-        # topic -> [its loading lock, coroutines using it]: one load per topic at a time; the slot
-        # goes when its last user does, so topics that come and go leave nothing behind.
-        self._topic_locks: dict[str, list] = {}
+        self.topic_locks = TopicLocks()  # loading and closing a persistent topic (broker/topic_admin.py)
         self._server: asyncio.base_events.Server | None = None
         self._keepalive: asyncio.Task | None = None
         self._periodic: list[asyncio.Task] = []  # message expiry and backlog quota checks
@@ -347,25 +345,11 @@ class Broker:
             return topic
         if not self.running:
             raise ServiceNotReadyError("broker is shutting down")
-        async with self.topic_lock(key):
+        async with self.topic_locks.hold(key):
             topic = self.topics.get(key)
             if topic is None:
                 topic = await self._load_topic(name, create, explicit)
         return topic
-
-    @contextlib.asynccontextmanager
-    async def topic_lock(self, key: str):
-        """The one lock of persistent topic `key`: loading it, and closing it (an unload or a delete,
-        broker/topic_admin.py), so a topic is loaded again only once its ledger is closed."""
-        slot = self._topic_locks.setdefault(key, [asyncio.Lock(), 0])
-        slot[1] += 1
-        try:
-            async with slot[0]:
-                yield
-        finally:
-            slot[1] -= 1
-            if not slot[1]:
-                del self._topic_locks[key]
 
     def _non_persistent_topic(self, name: TopicName, create: bool, explicit: bool) -> NonPersistentTopic:
         topic = self.non_persistent_topics.get(str(name))

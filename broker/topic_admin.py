@@ -85,7 +85,7 @@ class TopicAdmin:
         return loaded.get(str(name))
 
     async def _close(self, topic) -> None:
-        """Disconnect its clients and close it; a persistent topic under its lock (Broker.topic_lock),
+        """Disconnect its clients and close it; a persistent topic under its lock (broker/topic_locks.py),
         so whatever asks for it meanwhile (a client reconnecting, a stats request) waits and loads it
         afresh instead of reopening the ledger being closed."""
         for producer in list(topic.producers.values()):
@@ -96,7 +96,7 @@ class TopicAdmin:
             self.broker.non_persistent_topics.pop(str(topic.name), None)
             await topic.close()
             return
-        async with self.broker.topic_lock(str(topic.name)):
+        async with self.broker.topic_locks.hold(str(topic.name)):
             self.broker.topics.pop(str(topic.name), None)
             await topic.close()
 

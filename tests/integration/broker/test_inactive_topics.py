@@ -33,7 +33,7 @@ def test_loading_topics_leaves_no_per_topic_lock_behind(broker_factory):
     for name in topics:
         client.create_producer(name).close()
     assert broker.run(lambda: [name for name in topics if name in broker.broker.topics]) == topics
-    assert broker.run(lambda: dict(broker.broker._topic_locks)) == {}
+    assert broker.run(lambda: dict(broker.broker.topic_locks.held)) == {}
     client.close()
 
 
@@ -44,7 +44,7 @@ def test_concurrent_loads_of_one_topic_open_it_once(broker):
 
     loaded = broker.call(load_ten_at_once())
     assert all(topic is loaded[0] for topic in loaded)
-    assert broker.run(lambda: dict(broker.broker._topic_locks)) == {}
+    assert broker.run(lambda: dict(broker.broker.topic_locks.held)) == {}
 
 
 def test_a_topic_without_producers_or_subscriptions_is_deleted_and_the_others_stay(broker_factory):
