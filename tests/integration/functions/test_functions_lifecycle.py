@@ -4,6 +4,9 @@ list, status, stats, update, delete, and what create refuses with Pulsar's error
 from __future__ import annotations
 
 import base64
+import functools
+import http.server
+import threading
 import zipfile
 from pathlib import Path
 
@@ -82,6 +85,28 @@ def test_plain_function_form_and_a_file_url_package(functions, official, code):
     out = official.subscribe("plain-out", "check")
     official.create_producer("plain-in").send(b"x")
     assert collect(out, 1)[0].data() == b"plain:x"
+
+
+def test_an_http_url_package(functions, official, code):
+    """The package named by an http:// URL (Pulsar's functionPkgUrl), served here by a plain
+    HTTP server on loopback; a URL that answers 404 is refused with Pulsar's 400."""
+    package = write_package(code, "served.py", PLAIN.replace("plain:", "served:"))
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(code))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        missing = functions.create("unserved", {"className": "served", "inputs": ["x"]}, url=base + "missing.py")
+        assert missing.status_code == 400, missing.text
+        answer = functions.create("served", {"className": "served", "inputs": ["served-in"], "output": "served-out"},
+                                  url=base + package.name)
+        assert answer.status_code == 204, answer.text
+    finally:
+        server.shutdown()
+    functions.wait_running("served")
+    out = official.subscribe("served-out", "check")
+    official.create_producer("served-in").send(b"x")
+    assert collect(out, 1)[0].data() == b"served:x"
 
 
 def test_zip_package_with_pulsars_layout(functions, official, code):
