@@ -12,7 +12,7 @@ import zipfile
 from tests import ROOT
 from tests.helpers import wait_for
 from tests.integration.cli.test_cli_admin import Cli
-from tests.integration.functions.support import collect, write_package
+from tests.integration.functions.support import REVERSE_SERDE, collect, write_package
 
 COUNTER = """
     from pulsar import Function
@@ -22,14 +22,7 @@ COUNTER = """
             context.incr_counter("seen", 1)
             return input + context.get_user_config_value("suffix")
 """
-SERDES = """
-    class Reverse:
-        def serialize(self, value):
-            return value[::-1].encode()
-
-        def deserialize(self, data):
-            return data.decode()[::-1]
-
+SERDES = REVERSE_SERDE + """
     def process(input):
         return input
 """

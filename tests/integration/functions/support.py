@@ -17,6 +17,17 @@ from tests.helpers import wait_for
 INSTANCE_MODULE = "minipulsar.functions.instance"
 
 
+# A SerDe class for packages (indented as the package texts are, before dedent): strings reversed.
+REVERSE_SERDE = """
+    class Reverse:
+        def serialize(self, value):
+            return value[::-1].encode()
+
+        def deserialize(self, data):
+            return data.decode()[::-1]
+"""
+
+
 def write_package(folder: Path, name: str, code: str) -> Path:
     """folder/name holding code (dedented)."""
     folder.mkdir(parents=True, exist_ok=True)

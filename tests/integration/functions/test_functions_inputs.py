@@ -7,7 +7,7 @@ import pickle
 
 import pulsar
 
-from tests.integration.functions.support import collect, create_and_wait, write_package
+from tests.integration.functions.support import REVERSE_SERDE, collect, create_and_wait, write_package
 
 ECHO = """
     def process(input):
@@ -15,14 +15,7 @@ ECHO = """
 """
 SERDES = """
     from pulsar import Function
-
-    class Reverse:
-        def serialize(self, value):
-            return value[::-1].encode()
-
-        def deserialize(self, data):
-            return data.decode()[::-1]
-
+""" + REVERSE_SERDE + """
     class Lengths(Function):
         def process(self, input, context):
             return {"text": input, "length": len(input)}
