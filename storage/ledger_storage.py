@@ -81,6 +81,9 @@ class LedgerStorage:
         self._mark: Mark | None = None  # the journal covered by what this thread has written
         self._next_checkpoint = time.monotonic() + flush_interval
         self._sync_failure: OSError | None = None  # a failed segment or folder sync: no checkpoint again
+        # A segment write failed (a full disk): once the retries succeed, checkpoint at once, so the
+        # journal stops holding a second copy of the entries (a restart replays what it holds).
+        self._behind = False
         self._thread = threading.Thread(target=self._run, name="ml-storage", daemon=True)
         self.errors = 0  # failed writes and checkpoints since start
         self.checkpoints = 0
@@ -121,7 +124,8 @@ class LedgerStorage:
                         self._mark = mark
                 self._write_round()
                 error = None
-                if stop or asked or time.monotonic() >= self._next_checkpoint:
+                caught_up = self._behind and not self._pending
+                if stop or asked or caught_up or time.monotonic() >= self._next_checkpoint:
                     error = self._checkpoint()
             except BaseException as exc:  # a bug: log it and keep the thread (and the journal uncut)
                 self.errors += 1
@@ -202,6 +206,7 @@ class LedgerStorage:
             segment.pwritev_all(fd, parts, ops[0].first_offset)
         except OSError as exc:
             self.errors += 1
+            self._behind = True
             log.error("ledger %s: writing ledger %d behind the journal failed (kept, retried): %s",
                       owner.folder, ledger_id, exc)
             self._drop_fd(owner, ledger_id)
@@ -342,6 +347,7 @@ class LedgerStorage:
             return exc
         self._dirty_files.clear()
         self._dirty_folders.clear()
+        self._behind = False
         self.checkpoints += 1
         self._delete_journal_before(mark.seq)
         return None
