@@ -13,9 +13,9 @@ acknowledges the input; a result is encoded and sent to the output topic with th
 ATLEAST_ONCE (with autoAck) the input is acknowledged when the broker has made the output durable
 (the send callback); a None result, or no output topic, acknowledges at once. EFFECTIVELY_ONCE
 sends with the producer named after the output topic, batching off, and the sequence id
-(ledgerId << 28) | entryId of the input (Pulsar's FunctionCommon.getSequenceId), so a broker
-with deduplication on drops what a restarted instance sends again; partitioned inputs are refused
-there, as Pulsar's Python runtime does. MANUAL and autoAck=false leave acknowledging to
+((ledgerId << 28) | entryId) + 1 of the input (Pulsar's FunctionCommon.getSequenceId, plus one:
+see sequence_id), so a broker with deduplication on drops what a restarted instance sends again;
+partitioned inputs are refused there, as Pulsar's Python runtime does. MANUAL and autoAck=false leave acknowledging to
 Context.ack. A failed send negatively acknowledges the input.
 
 timeoutMs: the consumers' ack timeout (the official client's minimum is 10 s, so
@@ -57,8 +57,11 @@ def pfn_message_id(message_id: Any) -> str:
 
 
 def sequence_id(message_id: Any) -> int:
-    """(ledgerId << 28) | entryId: Pulsar's FunctionCommon.getSequenceId."""
-    return (message_id.ledger_id() << 28) | message_id.entry_id()
+    """((ledgerId << 28) | entryId) + 1: Pulsar's FunctionCommon.getSequenceId, plus one. A
+    managed ledger's ids start at 0 here (BookKeeper's never are), and the official Python client
+    takes a sequence id of 0 for "unset" and numbers the message itself, which let the output of
+    a topic's first entry be stored again after a restart and its number drop a later output."""
+    return ((message_id.ledger_id() << 28) | message_id.entry_id()) + 1
 
 
 class InstanceRunner:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import sys
 import zipfile
 
+import pulsar
 import pytest
 from hypothesis import given, strategies as st
 from pulsar.functions.serde import IdentitySerDe as PulsarIdentitySerDe
 
 from minipulsar.functions.errors import UserCodeError
 from minipulsar.functions.instance import loader, stats
+from minipulsar.functions.instance.runner import sequence_id
 from minipulsar.functions.metadata import FunctionRecord
 from minipulsar.functions.status import function_stats, function_status, instance_stats
 
@@ -146,3 +148,12 @@ def test_status_and_stats_json_have_pulsars_fields():
     assert overall["lastInvocation"] == first["lastInvocationTime"] and overall["1min"]["receivedTotal"] == 1
     idle = instance_stats(None)
     assert (idle["avgProcessLatency"], idle["lastInvocation"], idle["userMetrics"]) == (None, None, {})
+
+
+def test_effectively_once_sequence_ids_are_never_0_and_follow_positions():
+    """The official Python client takes sequence id 0 for "unset"; a topic's first entry here is
+    (0, 0). Ids must also grow with the position, as the broker's deduplication compares them."""
+    positions = [(0, 0), (0, 1), (0, 99), (1, 0), (1, 5), (7, 3)]
+    ids = [sequence_id(pulsar.MessageId(-1, ledger, entry, -1)) for ledger, entry in positions]
+    assert ids[0] == 1 and ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert sequence_id(pulsar.MessageId(-1, 3, 4, -1)) == ((3 << 28) | 4) + 1  # Pulsar's formula, plus one
