@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import pulsar
 import pytest
@@ -22,6 +21,7 @@ import requests
 from minipulsar.storage.segment import fsync_dir
 from tests.e2e.storage.broker_on_faultfs import (SUBSCRIPTION, AsyncProducer, BrokerOnFaultFS, check_acked_survived, client,
                                                  consume_all, produce, subscribe)
+from tests.helpers import wait_for
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -88,10 +88,7 @@ def test_power_loss_keeps_acknowledged_messages_once_the_layout_is_durable(ffs, 
         broker.start()
         subscribe(broker.url, TOPIC)
         acked = produce(broker.url, TOPIC, 20)
-        deadline = time.monotonic() + 20
-        while ffs.stats()["bytes_unsynced"] > 64:
-            assert time.monotonic() < deadline, f"no checkpoint synced the segments: {ffs.stats()}"
-            time.sleep(0.05)  # poll interval of the deadline-bounded wait for a checkpoint
+        wait_for(lambda: ffs.stats()["bytes_unsynced"] <= 64, "a checkpoint to sync the segments")
         check_survivors(broker, acked)
     finally:
         broker.kill_for_cleanup()
@@ -146,10 +143,10 @@ def test_power_loss_during_roll_over(ffs, tmp_path):
         broker.start()
         subscribe(broker.url, TOPIC)
         acked = produce(broker.url, TOPIC, 12)
-        deadline = time.monotonic() + 20
-        while len(sealed := {p: size for p, size in ffs.tree().items() if p.endswith(".idx")}) < 2:
-            assert time.monotonic() < deadline, ffs.tree()  # written behind the journal, soon after
-            time.sleep(0.05)  # poll interval of the deadline-bounded wait for the ledger storage
+        def sealed_indexes():  # written behind the journal, soon after the roll-overs
+            sealed = {p: size for p, size in ffs.tree().items() if p.endswith(".idx")}
+            return sealed if len(sealed) >= 2 else None
+        sealed = wait_for(sealed_indexes, "two sealed ledgers' offset indexes")
         assert len(sealed) == 2, ffs.tree()
         ffs.trap("create", "data/ledgers/ledgers/*.seg", nth=1, when="after")
         producer = AsyncProducer(broker.url, TOPIC)
@@ -331,10 +328,8 @@ def test_compacted_view_survives_a_power_loss(ffs, broker, cut):
     if cut != "after-compaction":
         ffs.wait_trap(timeout=20)
     else:
-        deadline = time.monotonic() + 20
-        while requests.get(base + "/compaction", timeout=10).json()["status"] != "SUCCESS":
-            assert time.monotonic() < deadline, "compaction did not finish"
-            time.sleep(0.05)  # poll interval of the deadline-bounded wait on the REST status
+        wait_for(lambda: requests.get(base + "/compaction", timeout=10).json()["status"] == "SUCCESS",
+                 "compaction to finish")
         assert any("compacted-" in p for p in ffs.tree(durable=True))
     report = broker.power_loss()
     broker.start()
@@ -471,10 +466,3 @@ def test_eio_on_a_segment_sync_keeps_the_journal(ffs, tmp_path):
         assert consume_all(broker.url, TOPIC) == acked, survivors_report(report)
     finally:
         broker.kill_for_cleanup()
-
-
-def wait_for(condition, what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)

@@ -11,13 +11,13 @@ import os
 import re
 import subprocess
 import threading
-import time
 
 import pulsar
 import pytest
 
 from minipulsar.launcher import BrokerProcess
 from minipulsar.proto import PulsarApi_pb2 as api
+from tests.helpers import wait_for
 from tools.crashstates.strace_parse import parse_lines
 
 MESSAGES = 300
@@ -32,10 +32,10 @@ def attach_strace(pid: int, trace_path, timeout: float = 20) -> subprocess.Popen
     for tid in tids:
         argv += ["-p", str(tid)]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + timeout
-    while not all(tracer_of(pid, tid) == proc.pid for tid in tids):
-        assert proc.poll() is None and time.monotonic() < deadline, "strace did not attach to every thread"
-        time.sleep(0.01)  # poll interval of the deadline-bounded wait for the attach
+    def attached() -> bool:
+        assert proc.poll() is None, "strace exited before attaching"
+        return all(tracer_of(pid, tid) == proc.pid for tid in tids)
+    wait_for(attached, "strace to attach to every thread", timeout=timeout, interval=0.01)
     return proc
 
 

@@ -13,11 +13,11 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 
 import pytest
 
 from minipulsar.storage.segment import fsync_dir
+from tests.helpers import wait_for
 from tools.faultfs.control import FaultFSError
 
 pytestmark = pytest.mark.timeout(60)
@@ -36,17 +36,6 @@ def write_file(path, data: bytes, sync: bool = True) -> None:
 def read(path) -> bytes:
     with open(path, "rb") as f:
         return f.read()
-
-
-def wait_until(predicate, timeout: float = 10.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout}s")
-        time.sleep(0.02)  # poll interval of a deadline-bounded wait on real state
 
 
 # (a)
@@ -285,7 +274,7 @@ def test_trap_before_freezes_at_the_nth_write(ffs):
                 outcome["result"] = exc.errno
         t = threading.Thread(target=mkdir, daemon=True)
         t.start()
-        wait_until(lambda: ffs.stats()["blocked"] >= 2, what="the mkdir blocked behind the trap")
+        wait_for(lambda: ffs.stats()["blocked"] >= 2, "the mkdir blocked behind the trap", timeout=10.0)
         assert "result" not in outcome
         child.kill()  # stays in the kernel until the power loss answers its write
         ffs.power_loss()
