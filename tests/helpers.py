@@ -124,6 +124,14 @@ async def wait_for_async(predicate, what: str | None = None, timeout: float = 20
     return value
 
 
+def storage_checkpoints(web_url: str) -> float:
+    """minipulsar_storage_checkpoints_total from the broker's /metrics: checkpoints its ledger
+    storage recorded (segments synced behind the journal, journal files before them dropped)."""
+    metrics = requests.get(web_url + "/metrics", timeout=10).text
+    line = next(line for line in metrics.splitlines() if line.startswith("minipulsar_storage_checkpoints_total"))
+    return float(line.rsplit(" ", 1)[1])
+
+
 def now_ms() -> int:
     """The wall clock in milliseconds since the epoch, the unit of Pulsar's publish_time."""
     return time.time_ns() // 1_000_000

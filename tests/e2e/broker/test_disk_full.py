@@ -13,11 +13,10 @@ import uuid
 
 import pulsar
 import pytest
-import requests
 
 from minipulsar.proto import PulsarApi_pb2 as api
 from minipulsar.proto.frames import build_headers_and_payload
-from tests.helpers import RawConnection, wait_for
+from tests.helpers import RawConnection, storage_checkpoints, wait_for
 
 Type = api.BaseCommand.Type
 
@@ -102,13 +101,6 @@ def send_one(url: str, topic: str, value: int) -> bool:
         client.close()
 
 
-def storage_checkpoints(broker) -> float:
-    """minipulsar_storage_checkpoints_total: checkpoints the ledger storage recorded."""
-    metrics = requests.get(broker.web_url + "/metrics", timeout=10).text
-    line = next(line for line in metrics.splitlines() if line.startswith("minipulsar_storage_checkpoints_total"))
-    return float(line.rsplit(" ", 1)[1])
-
-
 def test_full_disk_refuses_then_recovers_and_loses_nothing_acknowledged(broker_process, small_disk):
     filler = small_disk / "filler"
     with open(filler, "wb") as f:
@@ -123,7 +115,7 @@ def test_full_disk_refuses_then_recovers_and_loses_nothing_acknowledged(broker_p
     assert broker.proc.poll() is None, "a full disk must not end the broker"
     assert read_all(broker.url, topic)[:len(acked)] == acked, "everything acknowledged is readable"
 
-    checkpoints = storage_checkpoints(broker)
+    checkpoints = storage_checkpoints(broker.web_url)
     filler.unlink()  # space returns; nothing restarts the broker
     wait_for(lambda: send_one(broker.url, topic, 10**6), "the broker takes messages again", timeout=60)
     stored = read_all(broker.url, topic)
@@ -131,7 +123,7 @@ def test_full_disk_refuses_then_recovers_and_loses_nothing_acknowledged(broker_p
     # The entries the full disk kept in the journal only are written behind it and checkpointed at
     # once, so the journal stops holding a second copy: a restart before that would need room to
     # write them into their segments (docs/storage.md).
-    wait_for(lambda: storage_checkpoints(broker) > checkpoints, "a checkpoint after the disk filled", timeout=30)
+    wait_for(lambda: storage_checkpoints(broker.web_url) > checkpoints, "a checkpoint after the disk filled", timeout=30)
 
     broker.stop(sig=signal.SIGKILL)
     broker = broker_process(data_dir, port=broker.port)

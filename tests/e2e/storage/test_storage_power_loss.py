@@ -21,7 +21,7 @@ import requests
 from minipulsar.storage.segment import fsync_dir
 from tests.e2e.storage.broker_on_faultfs import (SUBSCRIPTION, AsyncProducer, BrokerOnFaultFS, check_acked_survived, client,
                                                  consume_all, produce, subscribe)
-from tests.helpers import wait_for
+from tests.helpers import storage_checkpoints, wait_for
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -435,13 +435,6 @@ def test_deduplication_snapshot_cut_keeps_every_message_once(ffs, tmp_path):
         broker.kill_for_cleanup()
 
 
-def checkpoints(broker) -> float:
-    """minipulsar_storage_checkpoints_total: checkpoints the ledger storage recorded."""
-    metrics = requests.get(broker.web_url + "/metrics", timeout=10).text
-    line = next(line for line in metrics.splitlines() if line.startswith("minipulsar_storage_checkpoints_total"))
-    return float(line.rsplit(" ", 1)[1])
-
-
 def test_eio_on_a_segment_sync_keeps_the_journal(ffs, tmp_path):
     """fsyncgate behind the journal: a checkpoint's sync of a segment fails once with EIO and
     faultfs forgets the failed pages, as Linux does. A later sync of that segment succeeds without
@@ -455,12 +448,12 @@ def test_eio_on_a_segment_sync_keeps_the_journal(ffs, tmp_path):
         ffs.fail("fdatasync", "data/ledgers/ledgers/*.seg", "EIO", count=1)
         acked = produce(broker.url, TOPIC, 5)
         wait_for(lambda: ffs.stats()["failures_injected"], "the segment sync to fail")
-        after_failure = checkpoints(broker)
+        after_failure = storage_checkpoints(broker.web_url)
         acked += produce(broker.url, TOPIC, 5, prefix="after-eio")
         # Checkpoints are due every 200 ms: give several the chance to (wrongly) succeed.
         wait_for(lambda: "no checkpoint until a restart" in broker.log_path.read_text(), "the refusal to be logged")
         acked += produce(broker.url, TOPIC, 5, prefix="later")
-        assert checkpoints(broker) == after_failure
+        assert storage_checkpoints(broker.web_url) == after_failure
         report = broker.power_loss()
         broker.start()
         assert consume_all(broker.url, TOPIC) == acked, survivors_report(report)
