@@ -4,6 +4,7 @@
     python bench/many_topics.py --topics 1 100 1000 10000 --batched --rounds 2
     python bench/many_topics.py --partitions 1000 --brokers minipulsar  # one topic of 1,000 partitions
     python bench/many_topics.py --paced 10 --topics 1000  # 1,000 topics x 10 msg/s each: latency only
+    python bench/many_topics.py --paced 10 --topics 1000 --clients 2  # the same from two client processes
 
 One official client, one producer per topic (or one partitioned producer), every topic with a
 durable subscription; --messages (50,000) messages of --size (100) bytes are sent round-robin
@@ -11,11 +12,14 @@ across the topics with send_async, at most --window in flight. The rate is messa
 from the first send to the last receipt; latency is each message's send_async -> callback. The
 brokers alternate within each round (minipulsar, pulsar-lite, ...), and the ratio minipulsar /
 pulsar-lite is printed per round and as the median over rounds. With --paced R every topic sends
-R msg/s in 1 ms ticks for --seconds and only the latency is reported.
+R msg/s in 1 ms ticks for --seconds and only the latency is reported; --clients N shares the topics
+out among N client processes (one official client each), started together, so that one client's
+CPU is not what the latency measures.
 """
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import shlex
 import statistics
@@ -120,24 +124,45 @@ def throughput(url, args) -> dict:
 
 
 def paced(url: str, args) -> dict:
+    """Every topic sends args.paced msg/s; with args.clients > 1 the topics are shared out among
+    that many client processes (one official client each), so one client's CPU is not the limit."""
+    base = f"persistent://public/default/many-{uuid.uuid4().hex[:8]}"
+    names = [f"{base}-{i}" for i in range(args.current_topics)]
+    shares = [names[i::args.clients] for i in range(args.clients)]
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter per client: no forked client threads
+    with context.Manager() as manager, context.Pool(args.clients) as pool:
+        ready = manager.Barrier(args.clients)
+        parts = pool.starmap(paced_share, [(str(url), share, args, ready) for share in shares])
+    ms = [x * 1e3 for latencies, _, _ in parts for x in latencies]
+    elapsed = max(seconds for _, _, seconds in parts)
+    return {"rate": len(ms) / elapsed, "p50": percentile(ms, 0.5), "p99": percentile(ms, 0.99),
+            "failed": sum(failed for _, failed, _ in parts), "cpu_us": float("nan")}
+
+
+def paced_share(url: str, names: list[str], args, ready) -> tuple[list[float], int, float]:
+    """One client process of a paced run: its topics at args.paced msg/s each, in 1 ms ticks, once
+    every client process has its producers (ready: a Barrier). Returns (latencies in s, failed
+    sends, seconds from the first send to the last receipt)."""
     client = pulsar.Client(url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
-        producers = producers_for(client, url, args)
-        sender = Sender(args.window)
-        payload = b"x" * args.size
-        total = int(args.paced * len(producers) * args.seconds)
-        per_tick = max(1, args.paced * len(producers) // 1000)
+        for name in names:
+            client.subscribe(name, "durable").close()  # a durable subscription on every topic
+        producers = [client.create_producer(name, batching_enabled=args.batched, batching_max_publish_delay_ms=1,
+                                            block_if_queue_full=True, max_pending_messages=args.window)
+                     for name in names]
+        sender, payload = Sender(args.window), b"x" * args.size
+        total, per_second = int(args.paced * len(producers) * args.seconds), args.paced * len(producers)
+        per_tick = max(1, per_second // 1000)
+        ready.wait()
         start = time.perf_counter()
         for sent in range(0, total, per_tick):
-            due = start + sent / (args.paced * len(producers))
+            due = start + sent / per_second
             while (now := time.perf_counter()) < due:
                 time.sleep(min(due - now, 0.0005))  # pacing the sender, not waiting on the broker
             for k in range(sent, min(sent + per_tick, total)):
                 sender.send(producers[k % len(producers)], payload)
         sender.wait(total)
-        ms = [x * 1e3 for x in sender.latencies]
-        return {"rate": len(ms) / (time.perf_counter() - start), "p50": percentile(ms, 0.5),
-                "p99": percentile(ms, 0.99), "failed": sender.failed, "cpu_us": float("nan")}
+        return sender.latencies, sender.failed, time.perf_counter() - start
     finally:
         client.close()
 
@@ -152,9 +177,12 @@ def main() -> None:
     parser.add_argument("--batched", action="store_true")
     parser.add_argument("--paced", type=int, default=0, help="msg/s per topic: a latency run at that rate")
     parser.add_argument("--seconds", type=float, default=10.0, help="length of a --paced run")
+    parser.add_argument("--clients", type=int, default=1, help="client processes of a --paced run, the topics shared out")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--brokers", nargs="+", default=list(BROKERS), choices=list(BROKERS))
     args = parser.parse_args()
+    if args.paced and args.partitions:
+        parser.error("--paced sends to --topics, not to the partitions of one topic")
     print("$ python bench/many_topics.py " + shlex.join(sys.argv[1:]), flush=True)
     counts = [args.partitions] if args.partitions else args.topics
     results: dict[tuple[str, int], list[dict]] = {}
