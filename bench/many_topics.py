@@ -131,7 +131,7 @@ def paced(url: str, args) -> dict:
     shares = [names[i::args.clients] for i in range(args.clients)]
     context = multiprocessing.get_context("spawn")  # a fresh interpreter per client: no forked client threads
     with context.Manager() as manager, context.Pool(args.clients) as pool:
-        ready = manager.Barrier(args.clients)
+        ready = manager.Barrier(args.clients, timeout=600)  # a client that failed to set up breaks it, not hangs it
         parts = pool.starmap(paced_share, [(str(url), share, args, ready) for share in shares])
     ms = [x * 1e3 for latencies, _, _ in parts for x in latencies]
     elapsed = max(seconds for _, _, seconds in parts)
