@@ -75,18 +75,30 @@ class Sender:
 
 
 def producers_for(client, url, args) -> list:
-    base = f"persistent://public/default/many-{uuid.uuid4().hex[:8]}"
-    batching = dict(batching_enabled=args.batched, batching_max_publish_delay_ms=1, block_if_queue_full=True,
-                    max_pending_messages=args.window)
+    base = topic_base()
     if args.partitions:
         create_partitioned(url.web, base.rsplit("/", 1)[1], args.partitions)
         client.subscribe(base, "durable").close()  # a durable subscription on every partition
         return [client.create_producer(base, message_routing_mode=pulsar.PartitionsRoutingMode.RoundRobinDistribution,
-                                       **batching)]
-    names = [f"{base}-{i}" for i in range(args.current_topics)]
+                                       **producer_settings(args))]
+    return producers_on(client, [f"{base}-{i}" for i in range(args.current_topics)], args)
+
+
+def producers_on(client, names: list[str], args) -> list:
+    """A durable subscription and a producer on every topic of names."""
     for name in names:
         client.subscribe(name, "durable").close()  # a durable subscription on every topic
-    return [client.create_producer(name, **batching) for name in names]
+    return [client.create_producer(name, **producer_settings(args)) for name in names]
+
+
+def producer_settings(args) -> dict:
+    return dict(batching_enabled=args.batched, batching_max_publish_delay_ms=1, block_if_queue_full=True,
+                max_pending_messages=args.window)
+
+
+def topic_base() -> str:
+    """A fresh name the run's topics share (topics: base-0, base-1, ...)."""
+    return f"persistent://public/default/many-{uuid.uuid4().hex[:8]}"
 
 
 def create_partitioned(web: str | None, name: str, partitions: int) -> None:
@@ -126,7 +138,7 @@ def throughput(url, args) -> dict:
 def paced(url: str, args) -> dict:
     """Every topic sends args.paced msg/s; with args.clients > 1 the topics are shared out among
     that many client processes (one official client each), so one client's CPU is not the limit."""
-    base = f"persistent://public/default/many-{uuid.uuid4().hex[:8]}"
+    base = topic_base()
     names = [f"{base}-{i}" for i in range(args.current_topics)]
     shares = [names[i::args.clients] for i in range(args.clients)]
     context = multiprocessing.get_context("spawn")  # a fresh interpreter per client: no forked client threads
@@ -145,11 +157,7 @@ def paced_share(url: str, names: list[str], args, ready) -> tuple[list[float], i
     sends, seconds from the first send to the last receipt)."""
     client = pulsar.Client(url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
-        for name in names:
-            client.subscribe(name, "durable").close()  # a durable subscription on every topic
-        producers = [client.create_producer(name, batching_enabled=args.batched, batching_max_publish_delay_ms=1,
-                                            block_if_queue_full=True, max_pending_messages=args.window)
-                     for name in names]
+        producers = producers_on(client, names, args)
         sender, payload = Sender(args.window), b"x" * args.size
         total, per_second = int(args.paced * len(producers) * args.seconds), args.paced * len(producers)
         per_tick = max(1, per_second // 1000)
