@@ -15,8 +15,8 @@ ATLEAST_ONCE (with autoAck) the input is acknowledged when the broker has made t
 sends with the producer named after the output topic, batching off, and the sequence id
 ((ledgerId << 28) | entryId) + 1 of the input (Pulsar's FunctionCommon.getSequenceId, plus one:
 see sequence_id), so a broker with deduplication on drops what a restarted instance sends again;
-partitioned inputs are refused there, as Pulsar's Python runtime does. MANUAL and autoAck=false leave acknowledging to
-Context.ack. A failed send negatively acknowledges the input.
+partitioned inputs are refused there, as Pulsar's Python runtime does. MANUAL and autoAck=false
+leave acknowledging to Context.ack. A failed send negatively acknowledges the input.
 
 timeoutMs: the consumers' ack timeout (the official client's minimum is 10 s, so
 max(timeoutMs, 10000)), and a watchdog: a process() call running longer than timeoutMs ends the
