@@ -19,6 +19,7 @@ CPU is not what the latency measures.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import os
 import shlex
@@ -117,17 +118,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def throughput(url, args) -> dict:
+def throughput(url, args, around_send=contextlib.nullcontext) -> dict:
+    """Send args.messages round-robin over the producers; around_send() is entered once every
+    producer exists and left after the last receipt (bench/syncs_per_message.py counts in it)."""
     client = pulsar.Client(url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
         producers = producers_for(client, url, args)
         sender = Sender(args.window)
         payload = b"x" * args.size
-        cpu0, start = cpu_seconds(url.pid), time.perf_counter()
-        for i in range(args.messages):
-            sender.send(producers[i % len(producers)], payload)
-        sender.wait(args.messages)
-        elapsed, cpu = time.perf_counter() - start, cpu_seconds(url.pid) - cpu0
+        with around_send():
+            cpu0, start = cpu_seconds(url.pid), time.perf_counter()
+            for i in range(args.messages):
+                sender.send(producers[i % len(producers)], payload)
+            sender.wait(args.messages)
+            elapsed, cpu = time.perf_counter() - start, cpu_seconds(url.pid) - cpu0
         ms = [x * 1e3 for x in sender.latencies]
         return {"rate": len(ms) / elapsed, "p50": percentile(ms, 0.5), "p99": percentile(ms, 0.99),
                 "failed": sender.failed, "cpu_us": cpu / max(1, len(ms)) * 1e6}
