@@ -51,7 +51,9 @@ def strace_counts(pid: int, counts: dict[str, int]):
 
 def classify(lines) -> dict[str, int]:
     """{kind: calls} from strace's lines ("<tid> <call>(...) = <result>", or split in an
-    "<unfinished ...>" line and a "resumed" one, counted once at its start)."""
+    "<unfinished ...>" line and a "resumed" one, counted once at its start: the flags come before
+    the cut). Not tools/crashstates/strace_parse: it decodes every argument, so strace would have to
+    print whole writes (a round behind the journal is up to 16 MB); the name and flags are enough."""
     counts = dict.fromkeys(KINDS, 0)
     for line in lines:
         match = re.match(r"\d+\s+(\w+)\(", line)
