@@ -40,7 +40,9 @@ from .write_latency import WriteLatency, WriteLatencyRecorder
 
 log = logging.getLogger(__name__)
 
-UNWRITTEN_LIMIT_BYTES = 256 << 20  # durable entries not yet in their segments, all ledgers together
+# Durable entries not yet in their segments, all ledgers together (counted once; memory holds them
+# about twice: the entries for reads, and their segment records joined for the ledger storage).
+UNWRITTEN_LIMIT_BYTES = 256 << 20
 
 
 @dataclass

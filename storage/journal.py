@@ -9,12 +9,22 @@ ledgers take messages: a thousand quiet topics share a sync with one busy one. W
 then go to the ledger storage thread (storage.ledger_storage), which writes the entries into
 their segments behind the journal.
 
+A small group (INLINE_GROUP_BYTES) that finds the thread with nothing queued or in hand is
+written by the loop itself, in the same way. On a lightly loaded broker the hand-over to the
+thread and back (a wake-up, and the GIL to win back on each side) costs more than the synced
+write, and the loop has nothing else to do meanwhile. A larger group means the loop is busy: the
+thread writes it while the loop goes on, and until the thread has reported every group it was
+handed, the loop writes nothing itself, so the records keep the order of their groups. Nor does
+it while synced writes are slow (INLINE_MAX_WRITE_SECONDS, on average): a stalling disk must not
+stall the loop's dispatch, acks and admin requests with it.
+
 A failed write fails its group (a ledger has one operation in flight at a time, so no later
-group holds entries that follow the failed ones). A write that ran out of room (ENOSPC, EFBIG, EDQUOT) is cut off the file again
-and the ledgers continue where they were; any other error (EIO: a write or sync whose outcome
-is unknown, PostgreSQL's "fsyncgate") retires the journal file, since what it holds past its
-last good record is unknown: the next group goes to a new file, and the ledgers move to new
-ledgers, fencing what the old file may hold beyond their last durable entry (SEAL records).
+group holds entries that follow the failed ones). A write that ran out of room (ENOSPC, EFBIG,
+EDQUOT) is cut off the file again and the ledgers continue where they were; any other error
+(EIO: a write or sync whose outcome is unknown, PostgreSQL's "fsyncgate") retires the journal
+file, since what it holds past its last good record is unknown: the next group goes to a new
+file, and the ledgers move to new ledgers, fencing what the old file may hold beyond their last
+durable entry (SEAL records).
 Source: BookKeeper Journal (group commit, journalMaxSizeMB, lastMark) and Bookie's handling
 of a journal write error; Pulsar ManagedLedgerImpl on a BookKeeper write error.
 """
@@ -25,6 +35,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from array import array
 from dataclasses import dataclass
 from typing import Callable
@@ -38,6 +49,12 @@ log = logging.getLogger(__name__)
 
 # A write that failed for lack of room wrote nothing past the cut: the file can be cut back.
 ROOM_ERRORS = frozenset((errno.ENOSPC, errno.EFBIG, errno.EDQUOT))
+# Entry bytes of a group the loop writes itself when the journal thread is idle (10,000 msg/s
+# of 100 B on one topic makes groups of about 2 KB; a loop that is falling behind, far more).
+INLINE_GROUP_BYTES = 64 << 10
+# ... and only while a write takes less than this on average (a moving average over both
+# writers, so the loop comes back once the disk is quick again).
+INLINE_MAX_WRITE_SECONDS = 0.001
 
 
 @dataclass(eq=False)
@@ -52,16 +69,17 @@ class JournalLedger:
 
 
 class AppendOp:
-    """Entries first_entry.. of ledger_id, at segment offset first_offset (their records'
-    offsets in `offsets`, the segment's end after them in end_offset). seg_parts: their segment
-    records as iovec parts (header, data, header, data, ...), set by the journal thread; fence:
-    (ledger id, entries it keeps) pairs the journal writes as SEAL records first. future (done
-    once durable, or failed), started_ns and submitted_ns (first append, hand-over to the
-    journal: the write latency) are the loop's. A plain class with slots: one is built for every
-    ledger with appends in every group, thousands a second with many topics."""
+    """Entries first_entry.. of ledger_id, at segment offset first_offset (their records' offsets in
+    `offsets`, the segment's end after them in end_offset). seg_bytes: their segment records
+    joined, set when the group is encoded (the ledger storage's round so writes one buffer per
+    operation, not two per entry); fence: (ledger id, entries it keeps) pairs the journal writes
+    as SEAL records first. future (done once durable, or failed), started_ns and submitted_ns
+    (first append, hand-over to the journal: the write latency) are the loop's. A plain class
+    with slots: one is built for every ledger with appends in every group, thousands a second
+    with many topics."""
 
     __slots__ = ("owner", "ledger_id", "first_entry", "first_offset", "datas", "offsets", "end_offset", "nbytes",
-                 "fence", "seg_parts", "future", "started_ns", "submitted_ns")
+                 "fence", "seg_bytes", "future", "started_ns", "submitted_ns")
 
     def __init__(self, owner: JournalLedger, ledger_id: int, first_entry: int, first_offset: int,
                  future=None, started_ns: int = 0, fence: list[tuple[int, int]] | None = None) -> None:
@@ -73,7 +91,7 @@ class AppendOp:
         self.offsets = array("q")
         self.nbytes = 0
         self.fence = fence or []
-        self.seg_parts: list | None = None
+        self.seg_bytes = b""
         self.future = future
         self.started_ns = started_ns
         self.submitted_ns = 0
@@ -110,11 +128,13 @@ class CheckpointOp:
 @dataclass
 class GroupReport:
     """One written (or failed) group, reported to the loop: its operations in order, the error
-    that failed it (None: durable), and whether the ledgers must move to new ledgers (fenced)."""
+    that failed it (None: durable), whether the ledgers must move to new ledgers (fenced), and
+    how many submitted groups the journal thread merged into it (0: written on the loop)."""
 
     ops: list
     error: OSError | None = None
     fenced: bool = False
+    handed: int = 0
 
 
 class Journal:
@@ -137,6 +157,10 @@ class Journal:
         self._declared: set[int] = set()  # journal ids with a NAME record in the current file
         self._next_id = 0
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        # Groups handed to the thread and not yet reported back (loop side). While any are, the
+        # file is the thread's: the loop writes nothing itself, so the records keep their order.
+        self._handed = 0
+        self._write_seconds = 0.0  # moving average of a group's write (and sync), any writer
         self._thread = threading.Thread(target=self._run, name="ml-journal", daemon=True)
         self.errors = 0  # groups failed since start (Pulsar's addEntryErrors, summed)
 
@@ -147,8 +171,15 @@ class Journal:
 
     # -- loop side -----------------------------------------------------------
     def submit(self, ops: list) -> None:
-        """Queue a group of AppendOp / ControlOp (in order); reported once, on the loop."""
-        self._queue.put(ops)
+        """Write a group of AppendOp / ControlOp / CheckpointOp (in order); reported once, on the
+        loop, never before this returns. Loop thread only: a small group is written here when the
+        thread has nothing (raising nothing: a failure is reported), any other is queued."""
+        if self._handed == 0 and self._write_seconds < INLINE_MAX_WRITE_SECONDS and \
+                sum(op.nbytes for op in ops if type(op) is AppendOp) <= INLINE_GROUP_BYTES:
+            self._write_group(ops, 0)
+        else:
+            self._handed += 1
+            self._queue.put(ops)
 
     def close(self) -> None:
         """Stop after the groups already queued; blocks until the thread is gone."""
@@ -168,31 +199,33 @@ class Journal:
             while not self._queue.empty():
                 groups.append(self._queue.get())
             stop = None in groups
-            ops = [op for group in groups if group is not None for op in group]
-            if ops:
-                self._write_group(ops)
+            handed = [group for group in groups if group is not None]
+            if handed:
+                self._write_group([op for group in handed for op in group], len(handed))
             if stop:
                 os.close(self._fd)
                 return
 
-    def _write_group(self, ops: list) -> None:
+    def _write_group(self, ops: list, handed: int) -> None:
+        """Write ops (handed: groups of the thread's in them, 0 on the loop), then report them:
+        the report is the last thing done, since once the loop has it the file may be the loop's."""
         declared = set(self._declared)  # NAME records of a group that is cut back are gone too
         try:
             parts = self._encode(ops)
             self._append(parts)
         except OSError as exc:
             self._declared = declared
-            self._failed(ops, exc)
+            self._failed(ops, exc, handed)
             return
         except BaseException as exc:  # a bug: report, never kill the thread silently
             log.exception("journal %s: writing a group failed", self.folder)
             self._declared = declared
-            self._failed(ops, OSError(str(exc)))
+            self._failed(ops, OSError(str(exc)), handed)
             return
         self._written(ops, Mark(self._seq, self._offset))
-        self._tell(GroupReport(ops))
         if self._offset >= self._max_file_bytes:
             self._rotate()
+        self._tell(GroupReport(ops, handed=handed))
 
     def _encode(self, ops: list) -> list:
         """The records of a group as iovec parts; each AppendOp gets its segment records."""
@@ -212,12 +245,13 @@ class Journal:
                 continue
             for ledger_id, kept in op.fence:
                 parts.append(jf.control_record(jf.SEAL, owner.journal_id, ledger_id, kept))
-            seg_parts = op.seg_parts = []
+            seg_parts = []
             topic, ledger_id = owner.journal_id, op.ledger_id
             for entry_id, data in enumerate(op.datas, op.first_entry):
                 head = record_header(len(data), record_crc(data))
                 parts += (entry_record(topic, ledger_id, entry_id, head), head, data)
                 seg_parts += (head, data)
+            op.seg_bytes = b"".join(seg_parts)
         return parts
 
     def _append(self, parts: list) -> None:
@@ -225,12 +259,14 @@ class Journal:
         if len(parts) > segment.IOV_MAX:  # one system call: joining is cheaper than several
             parts = [b"".join(parts)]
         inline = segment.syncs_inline(parts, self._sync)
+        started = time.perf_counter()
         segment.pwritev_all(self._fd, parts, self._offset, dsync=inline)
         if self._sync and not inline:
             os.fdatasync(self._fd)
+        self._write_seconds += (time.perf_counter() - started - self._write_seconds) / 8
         self._offset += sum(map(len, parts))
 
-    def _failed(self, ops: list, exc: OSError) -> None:
+    def _failed(self, ops: list, exc: OSError, handed: int) -> None:
         """Fail this group; cut the file back, or retire it. (Groups queued behind it hold no
         entry of its ledgers: a ledger has one operation in flight at a time.)"""
         self.errors += 1
@@ -239,7 +275,7 @@ class Journal:
                   "moving to a new journal file and new ledgers" if fenced else "cut back to the last record")
         if fenced:
             self._rotate()
-        self._tell(GroupReport(ops, exc, fenced))
+        self._tell(GroupReport(ops, exc, fenced, handed))
 
     def _cut_back(self) -> bool:
         """Truncate the file to its last good record; False when even that fails."""
@@ -267,10 +303,17 @@ class Journal:
         self._seq, self._offset = seq, jf.FILE_HEADER.size
 
     def _tell(self, report: GroupReport) -> None:
+        if not report.handed:  # written on the loop: reported on its next turn, as the thread's are
+            self._loop.call_soon(self._report, report)
+            return
         try:
-            self._loop.call_soon_threadsafe(self._report, report)
+            self._loop.call_soon_threadsafe(self._reported, report)
         except RuntimeError:  # loop closed: nobody is waiting any more
             pass
+
+    def _reported(self, report: GroupReport) -> None:
+        self._handed -= report.handed
+        self._report(report)
 
     def delete_files_before(self, seq: int) -> None:
         """Remove the journal files older than seq (the checkpoint passed them). Any thread:

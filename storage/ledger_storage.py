@@ -93,7 +93,8 @@ class LedgerStorage:
 
     # -- other threads ---------------------------------------------------------
     def intake(self, ops: list, mark: Mark) -> None:
-        """A durable journal group (called on the journal thread, before the loop hears of it)."""
+        """A durable journal group (called by whoever wrote it, the journal thread or the loop,
+        before the loop hears of it)."""
         self._queue.put((ops, mark))
 
     def seal(self, op: SealOp) -> None:
@@ -138,29 +139,35 @@ class LedgerStorage:
         self._fds.clear()
 
     def _gather(self) -> list:
-        """Wait for work; let written groups gather (write-behind) unless something needs an
-        answer now (a seal, a trim, a delete, a checkpoint, a stop) or a checkpoint is due."""
+        """Wait for work and queue the appends of written groups per ledger as they come, so a
+        round does not start with a second's groups (a thousand at one busy topic) to sort while
+        the loop waits for the GIL. They gather (write-behind) for WRITE_BEHIND_SECONDS or
+        WRITE_BEHIND_BYTES, unless something needs an answer now (a seal, a trim, a delete, a
+        checkpoint, a stop) or a checkpoint is due. Returns the items left for _take: the first
+        that needs an answer and all queued behind it, in order."""
         try:
-            items = [self._queue.get(timeout=max(0.0, self._next_checkpoint - time.monotonic()))]
+            item = self._queue.get(timeout=max(0.0, self._next_checkpoint - time.monotonic()))
         except queue.Empty:
             return []
         deadline = time.monotonic() + WRITE_BEHIND_SECONDS
-        gathered, seen = 0, 0
+        gathered = 0
         while True:
-            while not self._queue.empty():
-                items.append(self._queue.get())
-            for item in items[seen:]:  # each item is looked at once: a round gathers thousands
-                if item is None or any(type(op) is not AppendOp for op in item[0]):
-                    return items
-                gathered += sum(op.nbytes for op in item[0])
-            seen = len(items)
+            if item is None or any(type(op) is not AppendOp for op in item[0]):
+                items = [item]
+                while not self._queue.empty():
+                    items.append(self._queue.get())
+                return items
+            ops, self._mark = item
+            for op in ops:
+                self._pending.setdefault((op.owner, op.ledger_id), []).append(op)
+                gathered += op.nbytes
             wait = deadline - time.monotonic()
             if gathered >= WRITE_BEHIND_BYTES or wait <= 0:
-                return items
+                return []
             try:
-                items.append(self._queue.get(timeout=wait))
+                item = self._queue.get(timeout=wait)
             except queue.Empty:
-                return items
+                return []
 
     def _take(self, ops: list) -> list:
         """Queue appends per ledger; act on the other operations in journal order; returns the
@@ -200,10 +207,7 @@ class LedgerStorage:
         try:
             current = self._ledger_for(owner, ledger_id, ops[0])
             fd = self._fd(owner, ledger_id)
-            parts = [part for op in ops for part in op.seg_parts]
-            if len(parts) > segment.IOV_MAX:
-                parts = [b"".join(parts)]
-            segment.pwritev_all(fd, parts, ops[0].first_offset)
+            segment.pwritev_all(fd, [op.seg_bytes for op in ops], ops[0].first_offset)
         except OSError as exc:
             self.errors += 1
             self._behind = True

@@ -1,18 +1,25 @@
 """The shared journal on real files: what it made durable comes back from it after a crash that
 lost the segments, fenced and trimmed ledgers and deleted topics stay so, and a write of
-unknown outcome (EIO) fails its appends, which continue on a new ledger.
+unknown outcome (EIO) fails its appends, which continue on a new ledger. A small group is
+written on the loop when the journal thread is idle, any other by the thread, in order; the
+failure tests run on both writers.
 
 A crash is a copy of the data dir taken while the factory runs (everything acknowledged is in
 the journal by then), in which the segments are cut back as a power loss may leave them.
 """
+import asyncio
 import errno
 import glob
 import os
 import shutil
+import threading
+import time
+import types
 
 import pytest
 
-from minipulsar.storage import PersistenceError, Position, journal_format as jf, segment
+from minipulsar.storage import PersistenceError, Position, journal as journal_module, journal_format as jf, segment
+from tests.helpers import wait_for_async
 
 EARLIEST = Position(-1, -1)
 
@@ -42,7 +49,7 @@ async def datas(ml):
     return [e.data for e in await ml.read_entries(EARLIEST, 1000)]
 
 
-async def test_a_crash_that_lost_the_segments_gets_every_acknowledged_entry_back(make_factory, tmp_path):
+async def test_a_crash_that_lost_the_segments_gets_every_acknowledged_entry_back(make_factory, tmp_path, writer):
     f = await make_factory(tmp_path / "a", max_entries_per_ledger=7)
     ml = await f.open("t")
     await ml.open_cursor("keep", "earliest")
@@ -112,6 +119,94 @@ async def test_trimmed_ledgers_are_not_brought_back(make_factory, tmp_path):
     assert await datas(ml2) == [b"%d" % i for i in range(6, 10)]
 
 
+@pytest.fixture(params=["loop", "thread"])
+def writer(request, monkeypatch):
+    """Which side writes the test's groups: the loop (small groups, the thread idle: the default)
+    or the journal thread (no group is small enough for the loop)."""
+    if request.param == "thread":
+        monkeypatch.setattr(journal_module, "INLINE_GROUP_BYTES", -1)
+    return request.param
+
+
+@pytest.fixture
+def journal_writes(monkeypatch):
+    """.writes: every journal or segment write as (thread name, bytes); the journal thread waits
+    at .gate (an Event, set) before each write, having set .entered; a synced write takes
+    .slow_seconds longer (a slow disk)."""
+    real = segment.pwritev_all
+    seen = types.SimpleNamespace(writes=[], gate=threading.Event(), entered=threading.Event(), slow_seconds=0.0)
+    seen.gate.set()
+
+    def pwritev_all(fd, parts, offset, dsync=False):
+        name = threading.current_thread().name
+        if name == "ml-journal":
+            seen.entered.set()
+            assert seen.gate.wait(20), "the test never let the journal thread write"
+        if dsync:
+            time.sleep(seen.slow_seconds)
+        seen.writes.append((name, b"".join(parts)))
+        return real(fd, parts, offset, dsync)
+
+    monkeypatch.setattr(journal_module.segment, "pwritev_all", pwritev_all)
+    return seen
+
+
+def journal_writers(writes, marker: bytes) -> list[str]:
+    """The threads that wrote journal records holding marker, in order (segment writes left out)."""
+    return [name for name, data in writes if marker in data and name != "ml-storage"]
+
+
+async def test_a_small_group_is_written_on_the_loop_and_a_large_one_by_the_journal_thread(
+        make_factory, tmp_path, journal_writes):
+    writes = journal_writes.writes
+    ml = await (await make_factory(tmp_path)).open("t")
+    await ml.add_entry(b"small")
+    await ml.add_entry(b"L" * (journal_module.INLINE_GROUP_BYTES + 1))
+    assert journal_writers(writes, b"small") == [threading.current_thread().name]
+    assert journal_writers(writes, b"LLLL") == ["ml-journal"]
+    assert await datas(ml) == [b"small", b"L" * (journal_module.INLINE_GROUP_BYTES + 1)]
+
+
+async def test_a_small_group_waits_behind_a_group_the_journal_thread_has_in_hand(
+        make_factory, tmp_path, journal_writes):
+    """While the thread holds a group, the loop writes nothing itself: the records keep the order
+    in which their groups were submitted."""
+    writes, gate, entered = journal_writes.writes, journal_writes.gate, journal_writes.entered
+    factory = await make_factory(tmp_path)
+    big_ml, small_ml = await factory.open("big"), await factory.open("small")
+    gate.clear()
+    big = asyncio.ensure_future(big_ml.add_entry(b"B" * (journal_module.INLINE_GROUP_BYTES + 1)))
+    await wait_for_async(entered.is_set, "the journal thread to take the large group")
+    small = asyncio.ensure_future(small_ml.add_entry(b"small"))
+    await wait_for_async(lambda: factory._journal._handed == 2, "the small group to be handed to the thread")
+    assert not small.done() and not journal_writers(writes, b"small")
+    gate.set()
+    await asyncio.gather(big, small)
+    held = [data for name, data in writes if name == "ml-journal" and (b"BBBB" in data or b"small" in data)]
+    assert [b"BBBB" in data for data in held] == [True, False] and b"small" in held[1]
+    assert factory._journal._handed == 0
+
+
+async def test_while_synced_writes_are_slow_the_loop_leaves_them_to_the_journal_thread(
+        make_factory, tmp_path, journal_writes, monkeypatch):
+    """A stalling disk must not stall the event loop: once the writes' moving average passes
+    INLINE_MAX_WRITE_SECONDS, even small groups go to the thread, until quick writes bring the
+    average back down."""
+    writes, loop_thread = journal_writes.writes, threading.current_thread().name
+    ml = await (await make_factory(tmp_path)).open("t")
+    journal_writes.slow_seconds = 0.2
+    await ml.add_entry(b"stalled")  # the average was 0: written on the loop, and taking 0.2 s
+    journal_writes.slow_seconds = 0.0
+    await ml.add_entry(b"next")
+    assert journal_writers(writes, b"stalled") == [loop_thread]
+    assert journal_writers(writes, b"next") == ["ml-journal"]
+    # 25 ms on average after one slow write; quick writes bring it under 20 ms within a few groups.
+    monkeypatch.setattr(journal_module, "INLINE_MAX_WRITE_SECONDS", 0.02)
+    for i in range(20):
+        await ml.add_entry(b"quick%d" % i)
+    assert loop_thread in journal_writers(writes, b"quick")
+
+
 @pytest.fixture
 def failing_journal_write(monkeypatch):
     """fail(errno, written=...): the journal's next write raises that error; with written the
@@ -135,7 +230,7 @@ def failing_journal_write(monkeypatch):
 
 
 async def test_eio_fails_the_appends_fences_the_ledger_and_a_replay_keeps_the_fence(
-        make_factory, tmp_path, failing_journal_write):
+        make_factory, tmp_path, writer, failing_journal_write):
     """fsyncgate: a write or sync that failed with EIO may or may not be on disk; it is never
     retried and called durable. Its appends fail, the ledger moves to a new ledger, and the
     entries the old journal file may hold past the fence never come back."""
@@ -156,7 +251,7 @@ async def test_eio_fails_the_appends_fences_the_ledger_and_a_replay_keeps_the_fe
     assert await datas(ml2) == [b"good0", b"good1", b"good2", b"after"]
 
 
-async def test_no_room_cuts_the_failed_write_off_and_numbering_goes_on(make_factory, tmp_path, failing_journal_write):
+async def test_no_room_cuts_the_failed_write_off_and_numbering_goes_on(make_factory, tmp_path, writer, failing_journal_write):
     f = await make_factory(tmp_path / "a")
     ml = await f.open("t")
     await ml.open_cursor("keep", "earliest")
