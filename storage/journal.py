@@ -172,8 +172,9 @@ class Journal:
     # -- loop side -----------------------------------------------------------
     def submit(self, ops: list) -> None:
         """Write a group of AppendOp / ControlOp / CheckpointOp (in order); reported once, on the
-        loop, never before this returns. Loop thread only: a small group is written here when the
-        thread has nothing (raising nothing: a failure is reported), any other is queued."""
+        loop. Loop thread only. A small group is written here when the thread has nothing in hand
+        and writes are quick, and reported before this returns (a failure too: nothing is
+        raised); any other is queued for the thread and reported on a later turn."""
         if self._handed == 0 and self._write_seconds < INLINE_MAX_WRITE_SECONDS and \
                 sum(op.nbytes for op in ops if type(op) is AppendOp) <= INLINE_GROUP_BYTES:
             self._write_group(ops, 0)
@@ -303,8 +304,8 @@ class Journal:
         self._seq, self._offset = seq, jf.FILE_HEADER.size
 
     def _tell(self, report: GroupReport) -> None:
-        if not report.handed:  # written on the loop: reported on its next turn, as the thread's are
-            self._loop.call_soon(self._report, report)
+        if not report.handed:  # written on the loop: reported at once
+            self._report(report)
             return
         try:
             self._loop.call_soon_threadsafe(self._reported, report)
