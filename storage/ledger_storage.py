@@ -158,9 +158,8 @@ class LedgerStorage:
                     items.append(self._queue.get())
                 return items
             ops, self._mark = item
-            for op in ops:
-                self._pending.setdefault((op.owner, op.ledger_id), []).append(op)
-                gathered += op.nbytes
+            self._take(ops)  # appends only: queued per ledger, nothing to answer
+            gathered += sum(op.nbytes for op in ops)
             wait = deadline - time.monotonic()
             if gathered >= WRITE_BEHIND_BYTES or wait <= 0:
                 return []
