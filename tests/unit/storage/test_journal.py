@@ -132,9 +132,10 @@ def writer(request, monkeypatch):
 def journal_writes(monkeypatch):
     """.writes: every journal or segment write as (thread name, bytes); the journal thread waits
     at .gate (an Event, set) before each write, having set .entered; a synced write takes
-    .slow_seconds longer (a slow disk)."""
+    .slow_seconds longer on the journal's clock (a slow disk, without waiting for one)."""
     real = segment.pwritev_all
-    seen = types.SimpleNamespace(writes=[], gate=threading.Event(), entered=threading.Event(), slow_seconds=0.0)
+    seen = types.SimpleNamespace(writes=[], gate=threading.Event(), entered=threading.Event(), slow_seconds=0.0,
+                                 clock_ahead=0.0)
     seen.gate.set()
 
     def pwritev_all(fd, parts, offset, dsync=False):
@@ -143,11 +144,13 @@ def journal_writes(monkeypatch):
             seen.entered.set()
             assert seen.gate.wait(20), "the test never let the journal thread write"
         if dsync:
-            time.sleep(seen.slow_seconds)
+            seen.clock_ahead += seen.slow_seconds
         seen.writes.append((name, b"".join(parts)))
         return real(fd, parts, offset, dsync)
 
     monkeypatch.setattr(journal_module.segment, "pwritev_all", pwritev_all)
+    monkeypatch.setattr(journal_module, "time",
+                        types.SimpleNamespace(perf_counter=lambda: time.perf_counter() + seen.clock_ahead))
     return seen
 
 
@@ -195,7 +198,7 @@ async def test_while_synced_writes_are_slow_the_loop_leaves_them_to_the_journal_
     writes, loop_thread = journal_writes.writes, threading.current_thread().name
     ml = await (await make_factory(tmp_path)).open("t")
     journal_writes.slow_seconds = 0.2
-    await ml.add_entry(b"stalled")  # the average was 0: written on the loop, and taking 0.2 s
+    await ml.add_entry(b"stalled")  # the average was 0: written on the loop, and taking 0.2 s on its clock
     journal_writes.slow_seconds = 0.0
     await ml.add_entry(b"next")
     assert journal_writers(writes, b"stalled") == [loop_thread]
