@@ -20,15 +20,15 @@ import contextlib
 import re
 import shlex
 import signal
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import many_topics  # noqa: E402  (bench/ is not a package)
 from perf_compare import minipulsar  # noqa: E402
+from tools.strace_attach import attach_strace  # noqa: E402
 
 CALLS = ("pwritev2", "pwritev", "fdatasync", "fsync")
 KINDS = ("synced writes", "other writes", "fdatasync", "fsync")
@@ -38,9 +38,7 @@ KINDS = ("synced writes", "other writes", "fdatasync", "fsync")
 def strace_counts(pid: int, counts: dict[str, int]):
     """strace -f attached to pid for the body; fills counts {kind: calls} (KINDS) when it ends."""
     with tempfile.NamedTemporaryFile("r", suffix=".strace") as out:
-        tracer = subprocess.Popen(["strace", "-f", "-s", "0", "-e", "trace=" + ",".join(CALLS), "-o", out.name,
-                                   "-p", str(pid)], stderr=subprocess.DEVNULL)
-        time.sleep(1)  # strace has no ready signal; it attaches to every thread within this
+        tracer = attach_strace(pid, ["-f", "-s", "0", "-e", "trace=" + ",".join(CALLS), "-o", out.name])
         try:
             yield
         finally:

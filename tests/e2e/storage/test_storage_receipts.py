@@ -7,9 +7,7 @@ RWF_DSYNC on a journal file (journalSyncData=true) whose bytes hold the payload.
 """
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import threading
 
 import pulsar
@@ -17,31 +15,11 @@ import pytest
 
 from minipulsar.launcher import BrokerProcess
 from minipulsar.proto import PulsarApi_pb2 as api
-from tests.helpers import wait_for
 from tools.crashstates.strace_parse import parse_lines
+from tools.strace_attach import attach_strace
 
 MESSAGES = 300
 TRACED = "pwritev2,pwritev,fdatasync,write,writev,sendmsg,sendto"
-
-
-def attach_strace(pid: int, trace_path, timeout: float = 20) -> subprocess.Popen:
-    """strace attached to every thread of pid (new ones followed), writing to trace_path; returns
-    once the kernel shows each thread traced (TracerPid in /proc)."""
-    tids = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
-    argv = ["strace", "-f", "-qq", "-y", "-xx", "-s", "65536", "-e", f"trace={TRACED}", "-o", str(trace_path)]
-    for tid in tids:
-        argv += ["-p", str(tid)]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    def attached() -> bool:
-        assert proc.poll() is None, "strace exited before attaching"
-        return all(tracer_of(pid, tid) == proc.pid for tid in tids)
-    wait_for(attached, "strace to attach to every thread", timeout=timeout, interval=0.01)
-    return proc
-
-
-def tracer_of(pid: int, tid: int) -> int:
-    with open(f"/proc/{pid}/task/{tid}/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("TracerPid:"))
 
 
 def receipts_in(data: bytes) -> list[int]:
@@ -72,7 +50,8 @@ def test_no_receipt_leaves_before_its_entry_is_durable(strace_ok, tmp_path):
     payloads = [f"receipt-check-{i:04d}".encode() for i in range(MESSAGES)]
     trace = tmp_path / "broker.strace"
     with BrokerProcess(tmp_path / "data", {"journalSyncData": "true"}) as broker:
-        tracer = attach_strace(broker.pid, trace)
+        tracer = attach_strace(broker.pid, ["-f", "-qq", "-y", "-xx", "-s", "65536", "-e", f"trace={TRACED}",
+                                            "-o", str(trace)])
         try:
             client = pulsar.Client(broker.service_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
             producer = client.create_producer("persistent://public/default/receipts", batching_enabled=False)
