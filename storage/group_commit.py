@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 # Durable entries not yet in their segments, all ledgers together (counted once; memory holds them
 # about twice: the entries for reads, and their segment records joined for the ledger storage).
 UNWRITTEN_LIMIT_BYTES = 256 << 20
+# Ledgers one progress callback releases (about 10 µs each) before the loop runs its I/O again.
+PROGRESS_SLICE = 100
 
 
 @dataclass
@@ -136,10 +138,16 @@ class JournalQueue:
         for commit, ops in by_commit.items():
             commit.reported(ops, report.error, report.fenced)
 
-    def progress(self, written: list) -> None:
-        """The ledger storage wrote these (owner, ledger id, entries written) (storage thread -> loop)."""
-        for owner, ledger_id, entries in written:
+    def progress(self, written: list, start: int = 0) -> None:
+        """The ledger storage wrote these (owner, ledger id, entries written) (storage thread -> loop).
+        A round over a thousand ledgers takes about 10 ms here: PROGRESS_SLICE ledgers at a time,
+        the rest on a later turn, so receipts and dispatch are not held up behind all of it."""
+        end = start + PROGRESS_SLICE
+        for owner, ledger_id, entries in written[start:end]:
             owner.commit.written(ledger_id, entries)
+        if end < len(written):
+            self._loop.call_soon(self.progress, written, end)
+            return
         if self._ready and not self._scheduled and self.unwritten_bytes <= UNWRITTEN_LIMIT_BYTES:
             self._scheduled = True
             self._loop.call_soon(self._kick)
