@@ -79,6 +79,7 @@ class BrokerConfig:
     # The journal and the ledger storage behind it (storage/journal.py, storage/ledger_storage.py),
     # under BookKeeper's bookie key names and defaults:
     journal_max_size_mb: int = 2048  # journalMaxSizeMB: a new journal file past this size
+    journal_pre_alloc_size_mb: int = 16  # journalPreAllocSizeMB: zeros written ahead of the journal's records at most at once
     flush_interval: int = 10000  # flushInterval (ms): checkpoints of the segments behind the journal
     open_file_limit: int = 1000  # openFileLimit: segment write descriptors kept open (an LRU)
     default_retention_time_in_minutes: int = 0  # defaultRetentionTimeInMinutes
@@ -187,6 +188,7 @@ class BrokerConfig:
             mark_delete_rate_limit=self.managed_ledger_default_mark_delete_rate_limit,
             entry_cache_size_mb=self.managed_ledger_cache_size_mb,
             journal_max_size_mb=self.journal_max_size_mb,
+            journal_pre_alloc_size_mb=self.journal_pre_alloc_size_mb,
             open_file_limit=self.open_file_limit,
             flush_interval_ms=self.flush_interval,
         )
@@ -246,7 +248,8 @@ def _to_text(value: Any) -> str:
 
 
 # BookKeeper's keys that minipulsar reads (its bookie runs inside the broker), in their spelling.
-BOOKKEEPER_KEYS = frozenset(("journalSyncData", "journalMaxSizeMB", "flushInterval", "openFileLimit"))
+BOOKKEEPER_KEYS = frozenset(("journalSyncData", "journalMaxSizeMB", "journalPreAllocSizeMB", "flushInterval",
+                             "openFileLimit"))
 _PULSAR_SPELLING = {key.lower(): key for key in PULSAR_KEYS | BOOKKEEPER_KEYS}
 
 
@@ -280,6 +283,7 @@ _VALIDATORS = {
     "webServicePort": lambda v: 0 <= v <= 65535,
     "managedLedgerMaxEntriesPerLedger": lambda v: v >= 1,
     "journalMaxSizeMB": lambda v: v >= 1,
+    "journalPreAllocSizeMB": lambda v: v >= 1,
     "flushInterval": lambda v: v >= 1,
     "openFileLimit": lambda v: v >= 1,
     "managedLedgerMaxSizePerLedgerMbytes": lambda v: v >= 1,

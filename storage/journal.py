@@ -18,6 +18,16 @@ handed, the loop writes nothing itself, so the records keep the order of their g
 it while synced writes are slow (INLINE_MAX_WRITE_SECONDS, on average): a stalling disk must not
 stall the loop's dispatch, acks and admin requests with it.
 
+Zeros are written ahead of the records (runs of journalPreAllocSizeMB, as BookKeeper's
+JournalChannel does; the next run once less than half a run is left), by the thread while the
+loop goes on writing below them: a synced record write then overwrites blocks the file already
+has, within its size, so the sync has no block to allocate and no file size to commit. Appending
+instead made every synced write commit the file system's own journal, with whatever metadata
+the segment writes behind it had changed meanwhile (1,000 ledgers a second): writes of 2-16 ms,
+some of them CPU. A group the loop writes must fit below the zeros; any other goes to the
+thread, which may append past them. The thread writes a run a step (ZERO_STEP_BYTES, synced) at
+a time, and the groups handed to it meanwhile go between the steps.
+
 A failed write fails its group (a ledger has one operation in flight at a time, so no later
 group holds entries that follow the failed ones). A write that ran out of room (ENOSPC, EFBIG,
 EDQUOT) is cut off the file again and the ledgers continue where they were; any other error
@@ -55,6 +65,14 @@ INLINE_GROUP_BYTES = 64 << 10
 # ... and only while a write takes less than this on average (a moving average over both
 # writers, so the loop comes back once the disk is quick again).
 INLINE_MAX_WRITE_SECONDS = 0.001
+# What a NAME record can take at most: its header and a folder name (NAME_MAX bytes).
+_NAME_RECORD_MAX = jf.RECORD.size + 255
+_ENTRY_OVERHEAD = jf.RECORD.size + segment.RECORD_OVERHEAD
+_FILL = object()  # a request to the journal thread: the next step of a run of zeros
+ZERO_STEP_BYTES = 1 << 20  # zeros written and synced at a time (a handed group waits at most one step)
+# Room a run of zeros leaves free at least: twice what one round of the ledger storage writes
+# behind the journal (WRITE_BEHIND_BYTES, 16 MiB).
+ROOM_KEPT_BYTES = 32 << 20
 
 
 @dataclass(eq=False)
@@ -139,15 +157,26 @@ class GroupReport:
 
 class Journal:
     """The journal thread of a factory. folder: the journal directory; sync: journalSyncData;
-    max_file_bytes: journalMaxSizeMB; report(GroupReport) runs on loop for every group;
-    written(ops, mark) runs on this thread after each durable group (the ledger storage's
-    intake); first_seq: the file to write first (recovery gives one past every existing file)."""
+    max_file_bytes: journalMaxSizeMB; prealloc_bytes: journalPreAllocSizeMB (a run of zeros
+    written ahead); report(GroupReport) runs on loop for every group; written(ops, mark) runs on this
+    thread after each durable group (the ledger storage's intake); first_seq: the file to write
+    first (recovery gives one past every existing file)."""
 
-    def __init__(self, folder: str, sync: bool, max_file_bytes: int, loop, report: Callable[[GroupReport], None],
-                 written: Callable[[list, Mark], None], first_seq: int) -> None:
+    def __init__(self, folder: str, sync: bool, max_file_bytes: int, prealloc_bytes: int, loop,
+                 report: Callable[[GroupReport], None], written: Callable[[list, Mark], None], first_seq: int) -> None:
         self.folder = folder
         self._sync = sync
         self._max_file_bytes = max_file_bytes
+        self._prealloc_bytes = prealloc_bytes
+        # Zeros ahead: the loop writes a group itself only below _allocated (set on the loop once a
+        # run of zeros is synced); the thread zeroes on from _zeroed_to. Replacing or cutting the
+        # file (_file_lock) starts a new _layout, so a run of zeros reported from before is ignored.
+        self._allocated = self._zeroed_to = 0
+        self._run_to: tuple[int, int] | None = None  # (layout, end) of the run being written
+        self._filling = False
+        self._fill_after = 0  # after a run found no room: no next one before the records pass this
+        self._layout = 0
+        self._file_lock = threading.Lock()
         self._loop = loop
         self._report = report
         self._written = written
@@ -165,8 +194,11 @@ class Journal:
         self.errors = 0  # groups failed since start (Pulsar's addEntryErrors, summed)
 
     def start(self) -> None:
-        """Create the first file and start the thread. Raises OSError."""
+        """Create the first file with its first run of zeros and start the thread. Raises OSError."""
         self._open_file(self._seq)
+        while (run := self._zero_step()) is None:
+            pass
+        self._filled(*run)
         self._thread.start()
 
     # -- loop side -----------------------------------------------------------
@@ -175,12 +207,17 @@ class Journal:
         loop. Loop thread only. A small group is written here when the thread has nothing in hand
         and writes are quick, and reported before this returns (a failure too: nothing is
         raised); any other is queued for the thread and reported on a later turn."""
+        entry_bytes, most = _sizes(ops)
         if self._handed == 0 and self._write_seconds < INLINE_MAX_WRITE_SECONDS and \
-                sum(op.nbytes for op in ops if type(op) is AppendOp) <= INLINE_GROUP_BYTES:
+                entry_bytes <= INLINE_GROUP_BYTES and self._offset + most <= self._allocated:
             self._write_group(ops, 0)
         else:
             self._handed += 1
             self._queue.put(ops)
+        if not self._filling and self._offset >= self._fill_after and \
+                self._allocated - self._offset < self._prealloc_bytes // 2:
+            self._filling = True
+            self._queue.put(_FILL)
 
     def close(self) -> None:
         """Stop after the groups already queued; blocks until the thread is gone."""
@@ -200,9 +237,11 @@ class Journal:
             while not self._queue.empty():
                 groups.append(self._queue.get())
             stop = None in groups
-            handed = [group for group in groups if group is not None]
+            handed = [group for group in groups if type(group) is list]
             if handed:
                 self._write_group([op for group in handed for op in group], len(handed))
+            if _FILL in groups and not stop:
+                self._fill()
             if stop:
                 os.close(self._fd)
                 return
@@ -267,6 +306,61 @@ class Journal:
         self._write_seconds += (time.perf_counter() - started - self._write_seconds) / 8
         self._offset += sum(map(len, parts))
 
+    def _fill(self) -> None:
+        """Thread side: a step of the run of zeros; the next step is queued behind the groups
+        handed meanwhile, and once the run is over the loop may write below it."""
+        run = self._zero_step()
+        if run is None:
+            self._queue.put(_FILL)
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._filled, *run)
+        except RuntimeError:  # loop closed
+            pass
+
+    def _zero_step(self) -> tuple[int, int] | None:
+        """Write (and sync) the next ZERO_STEP_BYTES of the run of zeros past the records, starting
+        a run of journalPreAllocSizeMB if none is going on; returns (layout, where the zeros end)
+        once the run is over, None while it goes on. Its writes never meet the loop's: the loop
+        writes below _allocated, which is never past _zeroed_to, and the file is not replaced or cut
+        during a step (the lock; a run whose file was is dropped). A failure (a full disk) ends
+        the run where the zeros got to. No run starts that would leave the file system less than
+        ROOM_KEPT_BYTES: zeros must never take the room the segments need to catch up with the
+        journal (after a full disk)."""
+        with self._file_lock:
+            start = max(self._zeroed_to, self._offset)
+            if self._run_to is None or self._run_to[0] != self._layout:
+                end = min(start + self._prealloc_bytes, self._max_file_bytes)
+                if end <= start or _room(self._fd) < end - start + ROOM_KEPT_BYTES:
+                    self._run_to = None
+                    return self._layout, start
+                self._run_to = (self._layout, end)
+            layout, end = self._run_to
+            step_end = min(start + ZERO_STEP_BYTES, end)
+            if step_end <= start:  # the thread's records went past the run
+                self._run_to = None
+                return layout, start
+            try:
+                jf.write_zeros(self._fd, start, step_end - start, self._sync)
+            except OSError as exc:
+                log.warning("journal %s: cannot write zeros ahead of the records: %s", self.folder, exc)
+                self._run_to = None
+                return layout, start
+            self._zeroed_to = step_end
+            if step_end < end:
+                return None
+            self._run_to = None
+            return layout, end
+
+    def _filled(self, layout: int, end: int) -> None:
+        self._filling = False
+        if layout != self._layout:
+            return
+        if end > self._allocated:
+            self._allocated = end
+        else:  # no room (or the file's end): the records go on past the zeros for half a run
+            self._fill_after = self._offset + self._prealloc_bytes // 2
+
     def _failed(self, ops: list, exc: OSError, handed: int) -> None:
         """Fail this group; cut the file back, or retire it. (Groups queued behind it hold no
         entry of its ledgers: a ledger has one operation in flight at a time.)"""
@@ -281,7 +375,9 @@ class Journal:
     def _cut_back(self) -> bool:
         """Truncate the file to its last good record; False when even that fails."""
         try:
-            os.ftruncate(self._fd, self._offset)
+            with self._file_lock:
+                os.ftruncate(self._fd, self._offset)  # the zeros ahead go too
+                self._new_layout(self._offset)
             return True
         except OSError as exc:
             log.error("journal %s: cannot cut the failed write off: %s", self.folder, exc)
@@ -294,14 +390,23 @@ class Journal:
         except OSError as exc:
             log.error("journal %s: cannot create journal file %d: %s", self.folder, self._seq + 1, exc)
             return
-        os.close(self._fd)
-        self._fd, self._seq, self._offset = fd, self._seq + 1, jf.FILE_HEADER.size
+        with self._file_lock:
+            os.close(self._fd)
+            self._fd, self._seq, self._offset = fd, self._seq + 1, jf.FILE_HEADER.size
+            self._new_layout(self._offset)
         self._declared.clear()
         log.info("journal %s: now writing file %d", self.folder, self._seq)
 
     def _open_file(self, seq: int) -> None:
         self._fd = jf.create_file(self.folder, seq)
         self._seq, self._offset = seq, jf.FILE_HEADER.size
+        self._new_layout(self._offset)
+
+    def _new_layout(self, end: int) -> None:
+        """The file was replaced or cut at end: no zeros past it any more."""
+        self._layout += 1
+        self._allocated = self._zeroed_to = end
+        self._fill_after = 0
 
     def _tell(self, report: GroupReport) -> None:
         if not report.handed:  # written on the loop: reported at once
@@ -326,3 +431,21 @@ class Journal:
                 os.unlink(jf.file_path(self.folder, old))
             except FileNotFoundError:
                 pass
+
+
+def _sizes(ops: list) -> tuple[int, int]:
+    """(entry bytes, the most bytes the group's records can take in the file)."""
+    entry_bytes = most = 0
+    for op in ops:
+        if type(op) is AppendOp:
+            entry_bytes += op.nbytes
+            most += op.nbytes + len(op.datas) * _ENTRY_OVERHEAD + _NAME_RECORD_MAX + len(op.fence) * jf.RECORD.size
+        elif type(op) is ControlOp:
+            most += jf.RECORD.size + _NAME_RECORD_MAX
+    return entry_bytes, most
+
+
+def _room(fd: int) -> int:
+    """Bytes an unprivileged writer may still take on fd's file system."""
+    st = os.fstatvfs(fd)
+    return st.f_bavail * st.f_frsize

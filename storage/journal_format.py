@@ -33,6 +33,7 @@ segments and synced there; recovery replays the journal from that point. Written
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 import struct
@@ -167,6 +168,24 @@ def write_checkpoint(folder: str, mark: Mark) -> None:
         os.close(fd)
     os.replace(tmp, path)
     fsync_dir(folder)
+
+
+_ZEROS = bytes(1 << 20)
+
+
+def write_zeros(fd: int, offset: int, length: int, sync: bool) -> None:
+    """Write length zero bytes at offset (1 MiB per call), then fdatasync when sync: space the
+    records overwrite later. Zeros read as the end of the records (no record magic). Raises
+    OSError."""
+    end = offset + length
+    while offset < end:
+        n = min(len(_ZEROS), end - offset)
+        done = os.pwrite(fd, _ZEROS if n == len(_ZEROS) else _ZEROS[:n], offset)
+        if done != n:
+            raise OSError(errno.ENOSPC, f"short write: {done} of {n} bytes")
+        offset += n
+    if sync:
+        os.fdatasync(fd)
 
 
 def create_file(folder: str, seq: int) -> int:

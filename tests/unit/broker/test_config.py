@@ -14,6 +14,8 @@ def test_defaults_match_pulsar():
     assert config.managed_ledger_max_entries_per_ledger == 50000
     assert config.managed_ledger_max_unacked_ranges_to_persist == 10000
     assert config.journal_sync_data is True
+    assert config.journal_pre_alloc_size_mb == 16  # BookKeeper's journalPreAllocSizeMB
+    assert build_config({"journalPreAllocSizeMB": "4"}).ledger_config().journal_pre_alloc_size_mb == 4
     assert config.data_dir == "./data"
 
 
@@ -33,6 +35,7 @@ def test_layers_later_wins_and_keys_match_loosely(tmp_path):
     ("brokerServicePort", "70000"),
     ("journalSyncData", "maybe"),
     ("allowAutoTopicCreationType", "sometimes"),
+    ("journalPreAllocSizeMB", "0"),
 ])
 def test_bad_values_name_the_key(key, value):
     with pytest.raises(ConfigError, match=key):

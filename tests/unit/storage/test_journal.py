@@ -210,6 +210,89 @@ async def test_while_synced_writes_are_slow_the_loop_leaves_them_to_the_journal_
     assert loop_thread in journal_writers(writes, b"quick")
 
 
+def journal_file(factory) -> str:
+    return jf.file_path(factory.journal_dir, factory._journal.mark.seq)
+
+
+async def test_synced_records_overwrite_zeros_written_ahead_and_the_file_does_not_grow(make_factory, tmp_path):
+    """A synced write within the file's size and its allocated blocks has no file-system metadata
+    to commit; the zeros read as the end of the records."""
+    factory = await make_factory(tmp_path / "a", journal_pre_alloc_size_mb=1)
+    ml = await factory.open("t")
+    await ml.open_cursor("keep", "earliest")
+    size = os.path.getsize(journal_file(factory))
+    assert size == jf.FILE_HEADER.size + (1 << 20)
+    for i in range(20):
+        await ml.add_entry(b"e%d" % i)
+    assert 0 < factory._journal.mark.offset < size and os.path.getsize(journal_file(factory)) == size
+    half = [b"H" * (60 << 10)] * 10
+    for data in half:  # past half the run: the next run is written behind them
+        await ml.add_entry(data)
+    await wait_for_async(lambda: os.path.getsize(journal_file(factory)) == size + (1 << 20), "the next run of zeros")
+    records = [r for r in jf.read_records(journal_file(factory)) if r.kind == jf.ENTRY]
+    assert [r.payload[segment.RECORD_OVERHEAD:] for r in records] == [b"e%d" % i for i in range(20)] + half
+    crash_copy(tmp_path / "a", tmp_path / "b")
+    assert await datas(await (await make_factory(tmp_path / "b")).open("t")) == [b"e%d" % i for i in range(20)] + half
+
+
+async def test_a_group_that_does_not_fit_below_the_zeros_waits_one_step_of_the_journal_thread(
+        make_factory, tmp_path, journal_writes, monkeypatch):
+    """The loop never writes where the thread may be writing zeros: a group past them goes to
+    the thread, which appends it after the step of zeros it is writing, before the run's next
+    step; the loop writes again once the run is ahead of the records."""
+    writes, loop_thread = journal_writes.writes, threading.current_thread().name
+    zeroing, steps = threading.Event(), threading.Semaphore(0)
+    real = jf.write_zeros
+
+    def write_zeros(fd, offset, length, sync):
+        if threading.current_thread().name == "ml-journal":
+            zeroing.set()
+            assert steps.acquire(timeout=20), "the test never let the journal thread write its zeros"
+        real(fd, offset, length, sync)
+
+    monkeypatch.setattr(journal_module.jf, "write_zeros", write_zeros)
+    factory = await make_factory(tmp_path, journal_pre_alloc_size_mb=3)
+    ml = await factory.open("t")
+    big = b"B" * (60 << 10)
+    journal, fitting = factory._journal, []
+    most = len(big) + journal_module._ENTRY_OVERHEAD + journal_module._NAME_RECORD_MAX  # what the loop allows for
+    while journal.mark.offset + most <= journal._allocated:
+        fitting.append(await ml.add_entry(big))
+    assert zeroing.is_set() and journal_writers(writes, b"BBBB") == [loop_thread] * len(fitting)
+    past = asyncio.ensure_future(ml.add_entry(b"P" * (60 << 10)))
+    await wait_for_async(lambda: journal._handed == 1, "the group past the zeros to be handed over")
+    assert not past.done()
+    steps.release()  # one step of three
+    await asyncio.wait_for(past, 10)
+    assert journal_writers(writes, b"PPPP") == ["ml-journal"] and journal._filling
+    steps.release(2)
+    await wait_for_async(lambda: not journal._filling, "the run of zeros to be reported")
+    await ml.add_entry(b"again")
+    assert journal_writers(writes, b"again") == [loop_thread]
+    assert await datas(ml) == [big] * len(fitting) + [b"P" * (60 << 10), b"again"]
+
+
+async def test_zeros_never_take_the_room_the_segments_need(make_factory, tmp_path, monkeypatch):
+    """Short of a run plus ROOM_KEPT_BYTES, no zeros: the records are appended, and half a run
+    later, with room again, the zeros come back."""
+    room = {"bytes": journal_module.ROOM_KEPT_BYTES}
+    monkeypatch.setattr(journal_module, "_room", lambda fd: room["bytes"])
+    factory = await make_factory(tmp_path, journal_pre_alloc_size_mb=1)
+    ml = await factory.open("t")
+    await ml.open_cursor("keep", "earliest")
+    assert os.path.getsize(journal_file(factory)) == jf.FILE_HEADER.size
+    await ml.add_entry(b"appended")
+    await wait_for_async(lambda: not factory._journal._filling, "the run that found no room")
+    assert os.path.getsize(journal_file(factory)) == factory._journal.mark.offset  # records only
+    room["bytes"] = 1 << 40
+    later = [b"L" * (60 << 10)] * 10  # past half a run
+    for data in later:
+        await ml.add_entry(data)
+    await wait_for_async(lambda: os.path.getsize(journal_file(factory)) > factory._journal.mark.offset,
+                         "a run of zeros ahead of the records once there is room")
+    assert await datas(ml) == [b"appended"] + later
+
+
 @pytest.fixture
 def failing_journal_write(monkeypatch):
     """fail(errno, written=...): the journal's next write raises that error; with written the
@@ -289,3 +372,18 @@ def test_a_torn_journal_record_ends_the_file(tmp_path):
         f.seek(len(records[0]) + jf.RECORD.size + segment.RECORD_OVERHEAD + 1)
         f.write(b"X")
     assert [r.kind for r in jf.read_records(path)] == [jf.NAME]
+
+
+async def test_the_ledgers_of_a_round_are_released_a_slice_per_loop_turn():
+    """A round over a thousand ledgers takes about 10 ms of the loop to release: PROGRESS_SLICE
+    ledgers per turn, so receipts and dispatch go on between the slices, and all are released."""
+    from minipulsar.storage.group_commit import PROGRESS_SLICE, JournalQueue
+
+    released = []
+    queue = JournalQueue(submit=lambda ops: None, seal=lambda op: None, loop=asyncio.get_running_loop())
+    owners = [types.SimpleNamespace(commit=types.SimpleNamespace(
+        written=lambda ledger_id, entries, i=i: released.append((i, ledger_id, entries)))) for i in range(2 * PROGRESS_SLICE + 50)]
+    queue.progress([(owner, 7, 5) for owner in owners])
+    assert released == [(i, 7, 5) for i in range(PROGRESS_SLICE)]
+    await wait_for_async(lambda: len(released) == len(owners), "every ledger of the round to be released")
+    assert released == [(i, 7, 5) for i in range(len(owners))]
