@@ -91,8 +91,8 @@ class AppendOp:
     `offsets`, the segment's end after them in end_offset). seg_bytes: their segment records
     joined, set when the group is encoded (the ledger storage's round so writes one buffer per
     operation, not two per entry); fence: (ledger id, entries it keeps) pairs the journal writes
-    as SEAL records first. future (done once durable, or failed), started_ns and submitted_ns
-    (first append, hand-over to the journal: the write latency) are the loop's. A plain class
+    as SEAL records first. future (done once durable, or failed; None once durable), started_ns
+    and submitted_ns (first append, hand-over to the journal: the write latency) are the loop's. A plain class
     with slots: one is built for every ledger with appends in every group, thousands a second
     with many topics."""
 
@@ -100,7 +100,7 @@ class AppendOp:
                  "fence", "seg_bytes", "future", "started_ns", "submitted_ns")
 
     def __init__(self, owner: JournalLedger, ledger_id: int, first_entry: int, first_offset: int,
-                 future=None, started_ns: int = 0, fence: list[tuple[int, int]] | None = None) -> None:
+                 future=None, started_ns: int = 0, fence: tuple[tuple[int, int], ...] = ()) -> None:
         self.owner = owner
         self.ledger_id = ledger_id
         self.first_entry = first_entry
@@ -108,7 +108,7 @@ class AppendOp:
         self.datas: list[bytes] = []
         self.offsets = array("q")
         self.nbytes = 0
-        self.fence = fence or []
+        self.fence = fence
         self.seg_bytes = b""
         self.future = future
         self.started_ns = started_ns

@@ -374,16 +374,28 @@ def test_a_torn_journal_record_ends_the_file(tmp_path):
     assert [r.kind for r in jf.read_records(path)] == [jf.NAME]
 
 
-async def test_the_ledgers_of_a_round_are_released_a_slice_per_loop_turn():
-    """A round over a thousand ledgers takes about 10 ms of the loop to release: PROGRESS_SLICE
-    ledgers per turn, so receipts and dispatch go on between the slices, and all are released."""
+async def test_the_operations_of_a_round_are_released_a_slice_per_loop_turn():
+    """Releasing a round over a thousand ledgers, or a busy ledger's thousand operations, takes
+    milliseconds of the loop: PROGRESS_SLICE operations per turn, so receipts and dispatch go on
+    between the slices, and every ledger is released in full."""
     from minipulsar.storage.group_commit import PROGRESS_SLICE, JournalQueue
 
     released = []
+
+    def ledger(i: int, operations: int):
+        left = {"ops": operations}
+
+        def written(ledger_id, entries, limit):
+            n = min(limit, left["ops"])
+            left["ops"] -= n
+            released.extend([(i, ledger_id, entries)] * n)
+            return n
+        return types.SimpleNamespace(commit=types.SimpleNamespace(written=written))
+
     queue = JournalQueue(submit=lambda ops: None, seal=lambda op: None, loop=asyncio.get_running_loop())
-    owners = [types.SimpleNamespace(commit=types.SimpleNamespace(
-        written=lambda ledger_id, entries, i=i: released.append((i, ledger_id, entries)))) for i in range(2 * PROGRESS_SLICE + 50)]
-    queue.progress([(owner, 7, 5) for owner in owners])
-    assert released == [(i, 7, 5) for i in range(PROGRESS_SLICE)]
-    await wait_for_async(lambda: len(released) == len(owners), "every ledger of the round to be released")
-    assert released == [(i, 7, 5) for i in range(len(owners))]
+    half = PROGRESS_SLICE // 2
+    sizes = [1] * half + [3 * PROGRESS_SLICE + 7] + [2] * 50  # many ledgers, and one busy one
+    queue.progress([(ledger(i, n), 7, 5) for i, n in enumerate(sizes)])
+    assert released == [(i, 7, 5) for i in range(half)] + [(half, 7, 5)] * half  # the busy one cut
+    await wait_for_async(lambda: len(released) == sum(sizes), "every operation of the round to be released")
+    assert released == [(i, 7, 5) for i, n in enumerate(sizes) for _ in range(n)]
