@@ -79,7 +79,7 @@ class BrokerConfig:
     # The journal and the ledger storage behind it (storage/journal.py, storage/ledger_storage.py),
     # under BookKeeper's bookie key names and defaults:
     journal_max_size_mb: int = 2048  # journalMaxSizeMB: a new journal file past this size
-    journal_pre_alloc_size_mb: int = 16  # journalPreAllocSizeMB: zeros written ahead of the journal's records at most at once
+    journal_pre_alloc_size_mb: int = 16  # journalPreAllocSizeMB: a run of zeros written ahead of the journal's records
     flush_interval: int = 10000  # flushInterval (ms): checkpoints of the segments behind the journal
     open_file_limit: int = 1000  # openFileLimit: segment write descriptors kept open (an LRU)
     default_retention_time_in_minutes: int = 0  # defaultRetentionTimeInMinutes

@@ -26,7 +26,8 @@ instead made every synced write commit the file system's own journal, with whate
 the segment writes behind it had changed meanwhile (1,000 ledgers a second): writes of 2-16 ms,
 some of them CPU. A group the loop writes must fit below the zeros; any other goes to the
 thread, which may append past them. The thread writes a run a step (ZERO_STEP_BYTES, synced) at
-a time, and the groups handed to it meanwhile go between the steps.
+a time, and the groups handed to it meanwhile go between the steps. No run starts that would
+leave the file system less than ROOM_KEPT_BYTES free.
 
 A failed write fails its group (a ledger has one operation in flight at a time, so no later
 group holds entries that follow the failed ones). A write that ran out of room (ENOSPC, EFBIG,
@@ -35,8 +36,9 @@ EDQUOT) is cut off the file again and the ledgers continue where they were; any 
 file, since what it holds past its last good record is unknown: the next group goes to a new
 file, and the ledgers move to new ledgers, fencing what the old file may hold beyond their last
 durable entry (SEAL records).
-Source: BookKeeper Journal (group commit, journalMaxSizeMB, lastMark) and Bookie's handling
-of a journal write error; Pulsar ManagedLedgerImpl on a BookKeeper write error.
+Source: BookKeeper Journal (group commit, journalMaxSizeMB, lastMark), JournalChannel
+(journalPreAllocSizeMB) and Bookie's handling of a journal write error; Pulsar ManagedLedgerImpl
+on a BookKeeper write error.
 """
 from __future__ import annotations
 
