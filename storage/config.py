@@ -22,7 +22,7 @@ class ManagedLedgerConfig:
     mark_delete_rate_limit: float = 1.0          # managedLedgerDefaultMarkDeleteRateLimit (persists/s per cursor)
     entry_cache_size_mb: int = 64                # managedLedgerCacheSizeMB (all ledgers of a factory together)
     journal_max_size_mb: int = 2048              # journalMaxSizeMB (BookKeeper): a new journal file past it
-    journal_pre_alloc_size_mb: int = 16          # journalPreAllocSizeMB (BookKeeper): a run of zeros ahead of the journal
+    journal_pre_alloc_size_mb: int = 16          # journalPreAllocSizeMB (BookKeeper): zeros ahead, a run
     open_file_limit: int = 1000                  # openFileLimit (BookKeeper): segment write descriptors kept open
     flush_interval_ms: int = 10000               # flushInterval (BookKeeper): ms between checkpoints
 

@@ -131,7 +131,8 @@ class ManagedLedgerFactory:
     def _start_threads(self, loop: asyncio.AbstractEventLoop, first_seq: int) -> None:
         config = self.config
         self._journal = Journal(self.journal_dir, config.sync_data, config.journal_max_size_mb << 20,
-                                config.journal_pre_alloc_size_mb << 20, loop, report=lambda report: self._queue.report(report),
+                                config.journal_pre_alloc_size_mb << 20, loop,
+                                report=lambda report: self._queue.report(report),
                                 written=lambda ops, mark: self._storage.intake(ops, mark), first_seq=first_seq)
         self._storage = LedgerStorage(self.journal_dir, config.sync_data, config.open_file_limit,
                                       config.flush_interval_ms / 1000, loop,

@@ -94,9 +94,9 @@ class AppendOp:
     joined, set when the group is encoded (the ledger storage's round so writes one buffer per
     operation, not two per entry); fence: (ledger id, entries it keeps) pairs the journal writes
     as SEAL records first. future (done once durable, or failed; None once durable), started_ns
-    and submitted_ns (first append, hand-over to the journal: the write latency) are the loop's. A plain class
-    with slots: one is built for every ledger with appends in every group, thousands a second
-    with many topics."""
+    and submitted_ns (first append, hand-over to the journal: the write latency) are the loop's.
+    A plain class with slots: one is built for every ledger with appends in every group,
+    thousands a second with many topics."""
 
     __slots__ = ("owner", "ledger_id", "first_entry", "first_offset", "datas", "offsets", "end_offset", "nbytes",
                  "fence", "seg_bytes", "future", "started_ns", "submitted_ns")
