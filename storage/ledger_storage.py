@@ -18,9 +18,9 @@ entries in memory and the journal uncut, and is retried the next round.
 """
 from __future__ import annotations
 
+import collections
 import logging
 import os
-import queue
 import shutil
 import threading
 import time
@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 WRITE_BEHIND_SECONDS = 1.0  # how long written groups gather before a round writes them
 WRITE_BEHIND_BYTES = 16 << 20  # ... or how many bytes of entries
+POLL_SECONDS = 0.05  # how often a gathering round looks for more written groups
 
 
 @dataclass(eq=False)
@@ -72,7 +73,13 @@ class LedgerStorage:
         self._loop = loop
         self._progress = progress
         self._delete_journal_before = delete_journal_before
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        # Written groups, seals and the stop, in journal order. The thread is woken by the first
+        # group of a round and by whatever needs an answer; while a round gathers it looks every
+        # POLL_SECONDS, so at a thousand groups a second the writers do not wake it (a futex
+        # each, and the GIL taken from the loop) for every group.
+        self._inbox: collections.deque = collections.deque()
+        self._wake = threading.Event()
+        self._gathering = False  # the thread looks at the inbox again unwoken: appends need no wake-up
         self._fds: OrderedDict[tuple[JournalLedger, int], int] = OrderedDict()
         self._current: dict[JournalLedger, _Current] = {}
         self._pending: dict[tuple[JournalLedger, int], list[AppendOp]] = {}  # in journal order
@@ -95,16 +102,22 @@ class LedgerStorage:
     def intake(self, ops: list, mark: Mark) -> None:
         """A durable journal group (called by whoever wrote it, the journal thread or the loop,
         before the loop hears of it)."""
-        self._queue.put((ops, mark))
+        self._put((ops, mark), _needs_answer(ops))
 
     def seal(self, op: SealOp) -> None:
         """Queue a close: everything the ledger has is written and its current ledger sealed."""
-        self._queue.put(([op], None))
+        self._put(([op], None), True)
 
     def close(self) -> None:
         """Write everything, checkpoint (synced), stop; blocks until the thread is gone."""
-        self._queue.put(None)
+        self._put(None, True)
         self._thread.join()
+
+    def _put(self, item, urgent: bool) -> None:
+        self._inbox.append(item)
+        if urgent or not self._gathering:
+            self._gathering = True  # told: the thread looks at the inbox before it waits untimed
+            self._wake.set()
 
     @property
     def open_files(self) -> int:
@@ -145,28 +158,33 @@ class LedgerStorage:
         WRITE_BEHIND_BYTES, unless something needs an answer now (a seal, a trim, a delete, a
         checkpoint, a stop) or a checkpoint is due. Returns the items left for _take: the first
         that needs an answer and all queued behind it, in order."""
-        try:
-            item = self._queue.get(timeout=max(0.0, self._next_checkpoint - time.monotonic()))
-        except queue.Empty:
-            return []
-        deadline = time.monotonic() + WRITE_BEHIND_SECONDS
+        deadline = None
         gathered = 0
         while True:
-            if item is None or any(type(op) is not AppendOp for op in item[0]):
-                items = [item]
-                while not self._queue.empty():
-                    items.append(self._queue.get())
-                return items
-            ops, self._mark = item
-            self._take(ops)  # appends only: queued per ledger, nothing to answer
-            gathered += sum(op.nbytes for op in ops)
-            wait = deadline - time.monotonic()
-            if gathered >= WRITE_BEHIND_BYTES or wait <= 0:
+            while self._inbox:
+                item = self._inbox.popleft()
+                if item is None or _needs_answer(item[0]):
+                    self._gathering = False
+                    return [item, *self._drain()]
+                ops, self._mark = item
+                self._take(ops)  # appends only: queued per ledger, nothing to answer
+                gathered += sum(op.nbytes for op in ops)
+                if deadline is None:
+                    deadline = time.monotonic() + WRITE_BEHIND_SECONDS
+                    self._gathering = True
+            due = self._next_checkpoint if deadline is None else min(deadline, self._next_checkpoint)
+            now = time.monotonic()
+            if gathered >= WRITE_BEHIND_BYTES or now >= due:
+                self._gathering = False
                 return []
-            try:
-                item = self._queue.get(timeout=wait)
-            except queue.Empty:
-                return []
+            self._wake.wait(due - now if deadline is None else min(due - now, POLL_SECONDS))
+            self._wake.clear()  # before draining: a group added after this is seen, woken or not
+
+    def _drain(self) -> list:
+        items = []
+        while self._inbox:
+            items.append(self._inbox.popleft())
+        return items
 
     def _take(self, ops: list) -> list:
         """Queue appends per ledger; act on the other operations in journal order; returns the
@@ -392,3 +410,7 @@ class LedgerStorage:
         except RuntimeError:  # loop closed: nobody is waiting any more
             pass
 
+
+def _needs_answer(ops: list) -> bool:
+    """A group with anything but appends (a trim, a delete, a checkpoint, a seal) is acted on at once."""
+    return any(type(op) is not AppendOp for op in ops)

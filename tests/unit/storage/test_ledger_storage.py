@@ -1,0 +1,36 @@
+"""The ledger storage thread on real files: written groups reach it without a wake-up each, and
+a checkpoint still finds every entry in the segments."""
+import os
+
+from minipulsar.storage import ledger_storage, journal_format as jf
+from tests.unit.storage.test_journal import crash_copy, datas
+
+
+def context_switches(thread) -> int:
+    """Times the thread gave up the CPU of its own accord (a wait that blocked, the GIL included)."""
+    with open(f"/proc/self/task/{thread.native_id}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("voluntary_ctxt_switches"))
+
+
+async def test_appends_do_not_wake_the_thread_while_a_round_gathers(make_factory, tmp_path, monkeypatch):
+    """At a thousand groups a second a wake-up per group costs a futex and takes the GIL from the
+    loop each time: the first group of a round wakes the thread, it looks for the rest every
+    POLL_SECONDS (here: not before the checkpoint), and a checkpoint is acted on at once."""
+    monkeypatch.setattr(ledger_storage, "WRITE_BEHIND_SECONDS", 600.0)
+    monkeypatch.setattr(ledger_storage, "POLL_SECONDS", 600.0)
+    factory = await make_factory(tmp_path / "a")
+    ml = await factory.open("t")
+    await ml.open_cursor("keep", "earliest")
+    await ml.add_entry(b"e0")  # starts the round
+    thread = factory._storage._thread
+    before = context_switches(thread)
+    expected = [b"e%d" % i for i in range(200)]
+    for data in expected[1:]:  # a group each
+        await ml.add_entry(data)
+    assert context_switches(thread) - before < 10  # one wake-up per group made it 199 and more
+    await factory.checkpoint()
+    crash_copy(tmp_path / "a", tmp_path / "b", segments_lost=False)
+    journal = os.path.join(tmp_path, "b", "journal")
+    for seq in jf.list_files(journal):  # the segments alone
+        os.unlink(jf.file_path(journal, seq))
+    assert await datas(await (await make_factory(tmp_path / "b")).open("t")) == expected
