@@ -102,20 +102,21 @@ class LedgerStorage:
     def intake(self, ops: list, mark: Mark) -> None:
         """A durable journal group (called by whoever wrote it, the journal thread or the loop,
         before the loop hears of it)."""
-        self._put((ops, mark), _needs_answer(ops))
+        self._put((ops, mark, _needs_answer(ops)))
 
     def seal(self, op: SealOp) -> None:
         """Queue a close: everything the ledger has is written and its current ledger sealed."""
-        self._put(([op], None), True)
+        self._put(([op], None, True))
 
     def close(self) -> None:
         """Write everything, checkpoint (synced), stop; blocks until the thread is gone."""
-        self._put(None, True)
+        self._put(None)
         self._thread.join()
 
-    def _put(self, item, urgent: bool) -> None:
+    def _put(self, item: tuple | None) -> None:
+        """item: (ops, mark or None, whether it needs an answer now), or None to stop."""
         self._inbox.append(item)
-        if urgent or not self._gathering:
+        if item is None or item[2] or not self._gathering:
             self._gathering = True  # told: the thread looks at the inbox before it waits untimed
             self._wake.set()
 
@@ -132,7 +133,7 @@ class LedgerStorage:
             stop = None in items
             asked = []  # CheckpointOps
             try:
-                for ops, mark in (item for item in items if item is not None):
+                for ops, mark, _ in (item for item in items if item is not None):
                     asked += self._take(ops)
                     if mark is not None:
                         self._mark = mark
@@ -163,10 +164,10 @@ class LedgerStorage:
         while True:
             while self._inbox:
                 item = self._inbox.popleft()
-                if item is None or _needs_answer(item[0]):
+                if item is None or item[2]:  # decided once, by the writer
                     self._gathering = False
                     return [item, *self._drain()]
-                ops, self._mark = item
+                ops, self._mark, _ = item
                 self._take(ops)  # appends only: queued per ledger, nothing to answer
                 gathered += sum(op.nbytes for op in ops)
                 if deadline is None:
