@@ -17,7 +17,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 
 from tests.helpers import wait_for
-from tests.integration.web.console import backlog, local_name, open_topic, text_of, wait
+from tests.integration.web.console import backlog, local_name, open_topic, text_of, topic_stats, wait
 from tests.pki import tls_settings, token_settings
 
 
@@ -46,6 +46,10 @@ def test_the_rate_chart_moves_while_messages_flow(broker, official, topic, brows
     consumer = official.subscribe(topic, "readers")
     producer = official.create_producer(topic)
     producer.send(b"first")  # the topic exists before the page opens
+    # The chart starts from the broker's msgRateIn, the last complete stats interval's rate: the
+    # interval that counted the first message, then an idle one (0 again).
+    wait_for(lambda: topic_stats(broker, topic)["msgRateIn"] > 0, "the first message in msgRateIn")
+    wait_for(lambda: topic_stats(broker, topic)["msgRateIn"] == 0, "an idle interval after it")
     open_topic(browser, console_url, topic)
     assert text_of(browser, ".legend-in") in ("\u2014", "0.00 msg/s")
     stop = threading.Event()
