@@ -3,7 +3,10 @@
 One :class:`Syscall` per completed call, in the order the calls *completed*: strace prints a call
 whose thread was interrupted by another thread's output as ``NAME(args <unfinished ...>`` and
 finishes it later as ``<... NAME resumed>rest) = ret``; the joined call takes the place of its
-``resumed`` line, which is where its result was returned.
+``resumed`` line, which is where its result was returned. The exception is ``close``: the kernel
+releases the descriptor when the call starts, so another thread may be handed the same number and
+have its call printed before ``<... close resumed>``; an interrupted ``close`` is therefore given at
+its ``unfinished`` line, with the result 0.
 
 Values (see :func:`parse_args`): strings become ``bytes`` (``-xx`` prints every byte as ``\\xNN``;
 the usual C escapes are decoded too), ``[...]`` lists, ``{k=v, ...}`` dicts, everything else an
@@ -242,6 +245,7 @@ class StraceParser:
         """keep(text) -> bool: a cheap filter on the joined call text; calls it rejects are
         dropped before their arguments are parsed (the recorder keeps only its paths)."""
         self._pending: dict[int, str] = {}
+        self._closed_early: set[int] = set()  # threads whose interrupted close was already given
         self._keep = keep
         self.lineno = 0
 
@@ -256,13 +260,21 @@ class StraceParser:
             return None
         r = _RESUMED.match(rest)
         if r:
+            if r.group("name") == "close" and tid in self._closed_early:
+                self._closed_early.discard(tid)
+                return None
             head = self._pending.pop(tid, None)
             if head is None:  # the start was filtered out or lost; nothing to join
                 return None
             rest = head + r.group("rest")
         if rest.endswith(_UNFINISHED):
-            self._pending[tid] = rest[: -len(_UNFINISHED)]
-            return None
+            head = rest[: -len(_UNFINISHED)]
+            if head.startswith("close("):  # released at entry (close(2): even on EINTR)
+                self._closed_early.add(tid)
+                rest = head + ") = 0"
+            else:
+                self._pending[tid] = head
+                return None
         if self._keep is not None and not self._keep(rest):
             return None
         return self.parse_call(tid, rest, line)

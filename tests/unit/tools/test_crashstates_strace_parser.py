@@ -47,6 +47,32 @@ def test_unfinished_calls_are_joined_and_ordered_by_completion():
     assert write.args[1] == b"ACK add 1:0\n" and write.ret == 12
 
 
+# Seen in CI: the kernel released fd 9 at close's entry and handed it to another thread's openat,
+# whose result strace printed before ``<... close resumed>``.
+def close_race(d: str) -> list[str]:
+    return [
+        f'20 close(9<{hx(d + "/cursors")}> <unfinished ...>',
+        f'21 openat(AT_FDCWD<{hx("/w")}>, "{hx(d)}", O_RDONLY|O_CLOEXEC|O_DIRECTORY) = 9<{hx(d)}>',
+        '20 <... close resumed>)              = 0',
+        f'21 fsync(9<{hx(d)}>) = 0',
+    ]
+
+
+def test_an_interrupted_close_takes_effect_at_its_entry():
+    calls = parse_lines(close_race("/r/data"))
+    assert [(c.tid, c.name, c.ret) for c in calls] == [(20, "close", 0), (21, "openat", 9), (21, "fsync", 0)]
+
+
+def test_a_descriptor_reused_before_close_resumed_is_followed():
+    d = "/r/data"
+    lines = [f'10 mkdir("{hx(d)}", 0777) = 0', f'10 mkdir("{hx(d + "/cursors")}", 0777) = 0',
+             f'20 openat(AT_FDCWD<{hx("/w")}>, "{hx(d + "/cursors")}", O_RDONLY|O_CLOEXEC|O_DIRECTORY) = 9<{hx(d + "/cursors")}>',
+             *close_race(d)]
+    conv = convert(lines, "/r", "/w/acks", FS(), cwd="/w")
+    fsync = conv.log.ops[-1]
+    assert fsync.kind == "fsync" and fsync.ino == conv.log.lookup("data")
+
+
 def test_pwritev2_iovec_offset_and_rwf_dsync():
     line = (f'23336 pwritev2(8<{hx("/tmp/cs/data/0.seg")}>, [{{iov_base="{hx(bytes([2, 0, 0, 0, 0x55, 0x49, 0xf1, 0x61]))}", '
             f'iov_len=8}}, {{iov_base="{hx("e0")}", iov_len=2}}], 2, 16, RWF_DSYNC) = 10')
