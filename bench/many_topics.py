@@ -5,16 +5,21 @@
     python bench/many_topics.py --partitions 1000 --brokers minipulsar  # one topic of 1,000 partitions
     python bench/many_topics.py --paced 10 --topics 1000  # 1,000 topics x 10 msg/s each: latency only
     python bench/many_topics.py --paced 10 --topics 1000 --clients 2  # the same from two client processes
+    python bench/many_topics.py --topics 1 1000 --brokers minipulsar pulsar-lite null  # and the client's ceiling
 
 One official client, one producer per topic (or one partitioned producer), every topic with a
 durable subscription; --messages (50,000) messages of --size (100) bytes are sent round-robin
 across the topics with send_async, at most --window in flight. The rate is messages / wall time
 from the first send to the last receipt; latency is each message's send_async -> callback. The
 brokers alternate within each round (minipulsar, pulsar-lite, ...), and the ratio minipulsar /
-pulsar-lite is printed per round and as the median over rounds. With --paced R every topic sends
-R msg/s in 1 ms ticks for --seconds and only the latency is reported; --clients N shares the topics
-out among N client processes (one official client each), started together, so that one client's
-CPU is not what the latency measures.
+pulsar-lite is printed per round and as the median over rounds; with ``null`` among --brokers
+(bench/null_broker: answers every SEND at once and stores nothing) the share of that ceiling the
+official client reaches against minipulsar is printed too. Each throughput line gives the broker's
+CPU per message and the bench process's own CPU in cores (the official client's threads and the
+sender): near one core, the client's GIL-bound Python side is what limits the rate. With --paced R
+every topic sends R msg/s in 1 ms ticks for --seconds and only the latency is reported; --clients N
+shares the topics out among N client processes (one official client each), started together, so
+that one client's CPU is not what the latency measures.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ import argparse
 import contextlib
 import multiprocessing
 import os
+import resource
 import shlex
 import statistics
 import sys
@@ -35,9 +41,20 @@ import pulsar
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from perf_compare import minipulsar, pulsar_lite  # noqa: E402  (bench/ is not a package)
+from perf_compare import (build_null_broker, minipulsar, null_broker,  # noqa: E402  (bench/ is not a package)
+                          pulsar_lite)
 
-BROKERS = {"minipulsar": minipulsar, "pulsar-lite": pulsar_lite}
+
+@contextlib.contextmanager
+def null_ceiling(batched: bool, args, workdir: str):
+    """The null broker, built first (cargo build --release): the official client's own ceiling."""
+    build_null_broker()
+    ceiling_args = argparse.Namespace(messages=1, batched_messages=1, size=args.size, null_batch=0)
+    with null_broker(batched, ceiling_args, workdir) as url:
+        yield url
+
+
+BROKERS = {"minipulsar": minipulsar, "pulsar-lite": pulsar_lite, "null": null_ceiling}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -118,6 +135,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def own_cpu_seconds() -> float:
+    """User + system CPU seconds of this process: the sender and the official client's threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def throughput(url, args, around_send=contextlib.nullcontext) -> dict:
     """Send args.messages round-robin over the producers; around_send() is entered once every
     producer exists and left after the last receipt (bench/syncs_per_message.py counts in it)."""
@@ -127,14 +150,15 @@ def throughput(url, args, around_send=contextlib.nullcontext) -> dict:
         sender = Sender(args.window)
         payload = b"x" * args.size
         with around_send():
-            cpu0, start = cpu_seconds(url.pid), time.perf_counter()
+            cpu0, own0, start = cpu_seconds(url.pid), own_cpu_seconds(), time.perf_counter()
             for i in range(args.messages):
                 sender.send(producers[i % len(producers)], payload)
             sender.wait(args.messages)
             elapsed, cpu = time.perf_counter() - start, cpu_seconds(url.pid) - cpu0
+            client_cores = (own_cpu_seconds() - own0) / elapsed
         ms = [x * 1e3 for x in sender.latencies]
         return {"rate": len(ms) / elapsed, "p50": percentile(ms, 0.5), "p99": percentile(ms, 0.99),
-                "failed": sender.failed, "cpu_us": cpu / max(1, len(ms)) * 1e6}
+                "failed": sender.failed, "cpu_us": cpu / max(1, len(ms)) * 1e6, "client_cores": client_cores}
     finally:
         client.close()
 
@@ -152,7 +176,7 @@ def paced(url: str, args) -> dict:
     ms = [x * 1e3 for latencies, _, _ in parts for x in latencies]
     elapsed = max(seconds for _, _, seconds in parts)
     return {"rate": len(ms) / elapsed, "p50": percentile(ms, 0.5), "p99": percentile(ms, 0.99),
-            "failed": sum(failed for _, failed, _ in parts), "cpu_us": float("nan")}
+            "failed": sum(failed for _, failed, _ in parts), "cpu_us": float("nan"), "client_cores": float("nan")}
 
 
 def paced_share(url: str, names: list[str], args, ready) -> tuple[list[float], int, float]:
@@ -191,7 +215,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="length of a --paced run")
     parser.add_argument("--clients", type=int, default=1, help="client processes of a --paced run, the topics shared out")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--brokers", nargs="+", default=list(BROKERS), choices=list(BROKERS))
+    parser.add_argument("--brokers", nargs="+", default=["minipulsar", "pulsar-lite"], choices=list(BROKERS))
     args = parser.parse_args()
     if args.paced and args.partitions:
         parser.error("--paced sends to --topics, not to the partitions of one topic")
@@ -207,7 +231,8 @@ def main() -> None:
                 results.setdefault((name, count), []).append(figures)
                 print(f"{'partitions' if args.partitions else 'topics'}={count} round={round_ + 1} {name:11s} "
                       f"{figures['rate']:9.0f} msg/s  p50 {figures['p50']:7.2f} ms  p99 {figures['p99']:7.2f} ms"
-                      f"  broker CPU {figures['cpu_us']:6.1f} us/msg  failed {figures['failed']}", flush=True)
+                      f"  broker CPU {figures['cpu_us']:6.1f} us/msg  client CPU {figures['client_cores']:4.2f} cores"
+                      f"  failed {figures['failed']}", flush=True)
     print("\nmedians over rounds:")
     for count in counts:
         row = {name: results[(name, count)] for name in args.brokers}
@@ -216,9 +241,10 @@ def main() -> None:
             line.append(f"{name} {statistics.median(r['rate'] for r in row[name]):9.0f} msg/s "
                         f"p50 {statistics.median(r['p50'] for r in row[name]):6.2f} p99 "
                         f"{statistics.median(r['p99'] for r in row[name]):6.2f}")
-        if len(args.brokers) == 2:
-            ratios = [a["rate"] / b["rate"] for a, b in zip(*row.values())]
-            line.append(f"ratio {statistics.median(ratios):.2f}")
+        for other, label in (("pulsar-lite", "ratio"), ("null", "of the client's ceiling")):
+            if "minipulsar" in row and other in row:
+                ratios = [a["rate"] / b["rate"] for a, b in zip(row["minipulsar"], row[other])]
+                line.append(f"{label} {statistics.median(ratios):.2f}")
         print("  ".join(line))
 
 
