@@ -8,8 +8,9 @@ For each topic count a fresh broker runs; strace is attached to it once its topi
 producers, while bench/many_topics.py's throughput run (unbatched, one producer per topic,
 round-robin) sends the messages, and counts the synced writes (`pwritev2` with RWF_DSYNC: the
 journal's group writes), the other writes (`pwritev2` / `pwritev`: the segments written behind
-the journal), `fdatasync` and `fsync`. Prints each count and its count per message; strace slows
-the broker, so the rate printed is not a throughput figure.
+the journal, and the zeros the journal writes ahead of its records, a MiB each), `fdatasync` (one
+per MiB of zeros, and a checkpoint's) and `fsync`. Prints each count and its count per message;
+strace slows the broker, so the rate printed is not a throughput figure.
 A checkpoint (every flushInterval, 10 s) falls in the window only when the run is long enough: its
 syncs are one fdatasync per segment written and one fsync per folder changed since the last one.
 """

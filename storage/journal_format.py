@@ -33,7 +33,6 @@ segments and synced there; recovery replays the journal from that point. Written
 """
 from __future__ import annotations
 
-import errno
 import os
 import re
 import struct
@@ -170,20 +169,15 @@ def write_checkpoint(folder: str, mark: Mark) -> None:
     fsync_dir(folder)
 
 
-_ZEROS = bytes(1 << 20)
+_ZEROS = memoryview(bytes(1 << 20))
 
 
 def write_zeros(fd: int, offset: int, length: int, sync: bool) -> None:
-    """Write length zero bytes at offset (1 MiB per call), then fdatasync when sync: space the
-    records overwrite later. Zeros read as the end of the records (no record magic). Raises
-    OSError."""
-    end = offset + length
-    while offset < end:
-        n = min(len(_ZEROS), end - offset)
-        done = os.pwrite(fd, _ZEROS if n == len(_ZEROS) else _ZEROS[:n], offset)
-        if done != n:
-            raise OSError(errno.ENOSPC, f"short write: {done} of {n} bytes")
-        offset += n
+    """Write length zero bytes at offset (segment.pwritev_all: a short write raises ENOSPC), then
+    fdatasync when sync: space the records overwrite later. Zeros read as the end of the records
+    (no record magic). Raises OSError."""
+    whole, rest = divmod(length, len(_ZEROS))
+    segment.pwritev_all(fd, [_ZEROS] * whole + ([_ZEROS[:rest]] if rest else []), offset)
     if sync:
         os.fdatasync(fd)
 
