@@ -245,7 +245,6 @@ class StraceParser:
         """keep(text) -> bool: a cheap filter on the joined call text; calls it rejects are
         dropped before their arguments are parsed (the recorder keeps only its paths)."""
         self._pending: dict[int, str] = {}
-        self._closed_early: set[int] = set()  # threads whose interrupted close was already given
         self._keep = keep
         self.lineno = 0
 
@@ -260,17 +259,13 @@ class StraceParser:
             return None
         r = _RESUMED.match(rest)
         if r:
-            if r.group("name") == "close" and tid in self._closed_early:
-                self._closed_early.discard(tid)
-                return None
             head = self._pending.pop(tid, None)
-            if head is None:  # the start was filtered out or lost; nothing to join
+            if head is None:  # the start was filtered out, lost, or a close already given
                 return None
             rest = head + r.group("rest")
         if rest.endswith(_UNFINISHED):
             head = rest[: -len(_UNFINISHED)]
-            if head.startswith("close("):  # released at entry (close(2): even on EINTR)
-                self._closed_early.add(tid)
+            if head.startswith("close("):  # released at entry (close(2): even on EINTR); not pending
                 rest = head + ") = 0"
             else:
                 self._pending[tid] = head
