@@ -18,6 +18,7 @@ import base64
 import binascii
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from minipulsar.functions.durable_folders import make_folders_durably, sync_fold
 from minipulsar.functions.errors import InvalidFunctionError
 
 BUSY_TIMEOUT_MS = 30_000  # how long a write waits for another process's write to finish
+WAL_RETRY_SECONDS = 0.01  # between tries to switch a new table to WAL while another connection does
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class StateTable:
         self._db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                    check_same_thread=False)
         self._lock = threading.Lock()
-        self._db.execute("PRAGMA journal_mode=WAL")
+        _use_wal(self._db)
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB, number INTEGER, "
                          "version INTEGER NOT NULL)")
@@ -95,6 +97,21 @@ class StateTable:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """PRAGMA journal_mode=WAL, tried again for up to BUSY_TIMEOUT_MS while it answers "database is
+    locked": when two connections (an instance and the worker) switch a new file at once, SQLite
+    refuses one at once instead of waiting its busy timeout. Raises sqlite3.OperationalError."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(WAL_RETRY_SECONDS)
 
 
 def remove_table(path: Path) -> None:

@@ -52,6 +52,32 @@ def test_two_connections_increment_one_counter(tmp_path):
         table.close()
 
 
+def test_two_connections_open_a_new_table_at_once(tmp_path):
+    # An instance and the worker may open a function's new table together. Switching a new file to
+    # WAL takes a lock SQLite does not wait for (the busy timeout does not apply): in CI the
+    # instance's first input failed with "database is locked" and was redelivered after the others.
+    for attempt in range(40):
+        path = state_path(tmp_path, f"t/ns/fn{attempt}")
+        start, errors, tables = threading.Barrier(2), [], []
+
+        def open_table():
+            start.wait()
+            try:
+                tables.append(StateTable(path))
+            except Exception as exc:  # the assertion below names it
+                errors.append(exc)
+        threads = [threading.Thread(target=open_table) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == [], f"attempt {attempt}: {errors}"
+        tables[0].put("k", b"v")
+        assert tables[1].get("k").value == b"v"
+        for table in tables:
+            table.close()
+
+
 def test_function_state_json_and_put_bodies(tmp_path):
     table = StateTable(tmp_path / "s.db")
     table.put("text", "héllo".encode())
