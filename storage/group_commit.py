@@ -43,10 +43,10 @@ log = logging.getLogger(__name__)
 # Durable entries not yet in their segments, all ledgers together (counted once; memory holds them
 # about twice: the entries for reads, and their segment records joined for the ledger storage).
 UNWRITTEN_LIMIT_BYTES = 256 << 20
-# Written operations one progress callback releases (about 1.5 µs each: an AppendOp, its list
-# and its segment records freed) before the loop runs its I/O again. One busy topic has a
-# thousand a round, a thousand topics ten thousand.
+# Written runs one progress callback releases (each frees a run's entries) before the loop runs
+# its I/O again. One busy topic has a thousand a round, a thousand topics ten thousand.
 PROGRESS_SLICE = 200
+RUN_HEAD = 3  # fields of an unwritten run before its entries: ledger id, first entry, bytes
 
 
 @dataclass
@@ -142,8 +142,8 @@ class JournalQueue:
 
     def progress(self, written: list, start: int = 0) -> None:
         """The ledger storage wrote these (owner, ledger id, entries written) (storage thread -> loop),
-        from written[start]. Releasing a round takes 1.5-15 ms of the loop: PROGRESS_SLICE
-        operations at a time, the rest on a later turn, so receipts and dispatch go on between."""
+        from written[start]. A round's runs are released PROGRESS_SLICE at a time, the rest on a
+        later turn, so receipts and dispatch go on between."""
         budget = PROGRESS_SLICE
         for i in range(start, len(written)):
             owner, ledger_id, entries = written[i]
@@ -182,7 +182,11 @@ class GroupCommit:
         self._pending: list = []  # AppendOp / ControlOp not yet submitted
         self._tail: AppendOp | None = None  # the AppendOp appends are added to
         self._in_flight: list | None = None
-        self._unwritten: collections.deque[AppendOp] = collections.deque()
+        # Durable runs not yet in their segment, each one flat tuple: (ledger id, first entry,
+        # bytes, entry, entry, ...) (RUN_HEAD fields, then the entries). Not the AppendOps: they
+        # stay up to the ledger storage's write-behind (a second), and the cyclic collector stops
+        # tracking a tuple of atoms at its first pass (one holding a tuple, a generation later).
+        self._unwritten: collections.deque[tuple] = collections.deque()
         self._drained: asyncio.Future | None = None
         self._latency = WriteLatencyRecorder()
         self.entries_added = 0  # made durable since open (Pulsar entriesAddedCounter)
@@ -286,10 +290,10 @@ class GroupCommit:
             entries = len(op.datas)
             self.entries_added += entries
             self._latency.record(op.started_ns, op.submitted_ns, now, entries)
-            self._unwritten.append(op)
+            self._unwritten.append((op.ledger_id, op.first_entry, op.nbytes, *op.datas))
             self._queue.unwritten_bytes += op.nbytes
             op.future.set_result(None)
-            op.future = None  # the op stays until written behind; its waiters hold the future
+            op.future = None  # its waiters hold the future
         if outcome.durable:
             self._on_batch(outcome)
 
@@ -321,11 +325,14 @@ class GroupCommit:
     # -- entries durable, not yet in their segment --------------------------------
     def written(self, ledger_id: int, entries: int, limit: int) -> int:
         """The ledger storage wrote the first `entries` entries of ledger_id into its segment:
-        releases the operations only memory held, at most `limit` of them; returns how many."""
+        releases the runs only memory held, at most `limit` of them; returns how many."""
         unwritten, released = self._unwritten, 0
-        while released < limit and unwritten and (unwritten[0].ledger_id < ledger_id or (
-                unwritten[0].ledger_id == ledger_id and unwritten[0].first_entry + len(unwritten[0].datas) <= entries)):
-            self._queue.unwritten_bytes -= unwritten.popleft().nbytes
+        while released < limit and unwritten:
+            run = unwritten[0]
+            if run[0] > ledger_id or (run[0] == ledger_id and run[1] + len(run) - RUN_HEAD > entries):
+                break
+            unwritten.popleft()
+            self._queue.unwritten_bytes -= run[2]
             released += 1
         return released
 
@@ -333,29 +340,30 @@ class GroupCommit:
         """Entries first..last of ledger_id when they are all durable and not yet in their
         segment (read from memory), else None."""
         out = []
-        for op in self._unwritten:
-            if op.ledger_id != ledger_id:
+        for run in self._unwritten:
+            if run[0] != ledger_id:
                 continue
-            lo, hi = max(first, op.first_entry), min(last, op.first_entry + len(op.datas) - 1)
+            run_first = run[1]
+            lo, hi = max(first, run_first), min(last, run_first + len(run) - RUN_HEAD - 1)
             if lo <= hi and lo == first + len(out):
-                out += op.datas[lo - op.first_entry:hi - op.first_entry + 1]
+                out += run[RUN_HEAD + lo - run_first:RUN_HEAD + hi - run_first + 1]
         return out if len(out) == last - first + 1 else None
 
     def first_unwritten(self, ledger_id: int) -> int | None:
         """The first entry of ledger_id only memory holds (None when its segment has them all)."""
-        for op in self._unwritten:
-            if op.ledger_id == ledger_id:
-                return op.first_entry
+        for run in self._unwritten:
+            if run[0] == ledger_id:
+                return run[1]
         return None
 
     def forget_ledger(self, ledger_id: int) -> None:
         """ledger_id was trimmed: its entries are not wanted in memory any more."""
         kept = collections.deque()
-        for op in self._unwritten:
-            if op.ledger_id == ledger_id:
-                self._queue.unwritten_bytes -= op.nbytes
+        for run in self._unwritten:
+            if run[0] == ledger_id:
+                self._queue.unwritten_bytes -= run[2]
             else:
-                kept.append(op)
+                kept.append(run)
         self._unwritten = kept
 
     # -- shutdown ------------------------------------------------------------
@@ -373,5 +381,5 @@ class GroupCommit:
 
     def forget_unwritten(self) -> None:
         """The ledger storage wrote everything (the ledger closed): memory lets go."""
-        self._queue.unwritten_bytes -= sum(op.nbytes for op in self._unwritten)
+        self._queue.unwritten_bytes -= sum(run[2] for run in self._unwritten)
         self._unwritten.clear()

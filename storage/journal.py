@@ -96,7 +96,9 @@ class AppendOp:
     as SEAL records first. future (done once durable, or failed; None once durable), started_ns
     and submitted_ns (first append, hand-over to the journal: the write latency) are the loop's.
     A plain class with slots: one is built for every ledger with appends in every group,
-    thousands a second with many topics."""
+    thousands a second with many topics. It lives from its first append to its group's report
+    (milliseconds): what the loop and the ledger storage keep of it until the entries are written
+    behind (up to a second) are plain tuples, which the cyclic garbage collector stops tracking."""
 
     __slots__ = ("owner", "ledger_id", "first_entry", "first_offset", "datas", "offsets", "end_offset", "nbytes",
                  "fence", "seg_bytes", "future", "started_ns", "submitted_ns")

@@ -82,7 +82,12 @@ class LedgerStorage:
         self._gathering = False  # the thread looks at the inbox again unwoken: appends need no wake-up
         self._fds: OrderedDict[tuple[JournalLedger, int], int] = OrderedDict()
         self._current: dict[JournalLedger, _Current] = {}
-        self._pending: dict[tuple[JournalLedger, int], list[AppendOp]] = {}  # in journal order
+        # Runs of entries to write, in journal order, per ledger: (first entry, first offset, end offset,
+        # segment records joined, record offsets as int64 bytes). Plain tuples of atoms, not the
+        # AppendOps: they wait up to WRITE_BEHIND_SECONDS, and the cyclic collector stops tracking
+        # such a tuple at its first pass, where an AppendOp, its list and its array stayed tracked
+        # and made every collection meanwhile (thousands of them at a thousand topics) longer.
+        self._pending: dict[tuple[JournalLedger, int], list[tuple[int, int, int, bytes, bytes]]] = {}
         self._dirty_files: set[tuple[JournalLedger, int]] = set()  # ledgers written since the last checkpoint
         self._dirty_folders: set[str] = set()  # entries created or removed since then
         self._mark: Mark | None = None  # the journal covered by what this thread has written
@@ -101,8 +106,9 @@ class LedgerStorage:
     # -- other threads ---------------------------------------------------------
     def intake(self, ops: list, mark: Mark) -> None:
         """A durable journal group (called by whoever wrote it, the journal thread or the loop,
-        before the loop hears of it)."""
-        self._put((ops, mark, _needs_answer(ops)))
+        before the loop hears of it). Its AppendOps are kept as tuples (_stored): a group may wait
+        here while a round or a checkpoint runs, and the AppendOps can go once the loop has them."""
+        self._put(([_stored(op) if type(op) is AppendOp else op for op in ops], mark, _needs_answer(ops)))
 
     def seal(self, op: SealOp) -> None:
         """Queue a close: everything the ledger has is written and its current ledger sealed."""
@@ -169,7 +175,7 @@ class LedgerStorage:
                     return [item, *self._drain()]
                 ops, self._mark, _ = item
                 self._take(ops)  # appends only: queued per ledger, nothing to answer
-                gathered += sum(op.nbytes for op in ops)
+                gathered += sum(stored[-1] for stored in ops)
                 if deadline is None:
                     deadline = time.monotonic() + WRITE_BEHIND_SECONDS
                     self._gathering = True
@@ -193,8 +199,8 @@ class LedgerStorage:
         asked = []
         for op in ops:
             kind = type(op)
-            if kind is AppendOp:
-                self._pending.setdefault((op.owner, op.ledger_id), []).append(op)
+            if kind is tuple:  # an append (_stored)
+                self._pending.setdefault(op[:2], []).append(op[2:7])
             elif kind is ControlOp:
                 self._control(op)
             elif kind is SealOp:
@@ -221,11 +227,12 @@ class LedgerStorage:
 
     def _write_ledger(self, owner: JournalLedger, ledger_id: int) -> bool:
         """Write the pending entries of one ledger; False (kept for the next round) on failure."""
-        ops = self._pending[(owner, ledger_id)]
+        runs = self._pending[(owner, ledger_id)]
+        first_entry, first_offset = runs[0][0], runs[0][1]
         try:
-            current = self._ledger_for(owner, ledger_id, ops[0])
+            current = self._ledger_for(owner, ledger_id, first_offset)
             fd = self._fd(owner, ledger_id)
-            segment.pwritev_all(fd, [op.seg_bytes for op in ops], ops[0].first_offset)
+            segment.pwritev_all(fd, [seg_bytes for _, _, _, seg_bytes, _ in runs], first_offset)
         except OSError as exc:
             self.errors += 1
             self._behind = True
@@ -234,23 +241,23 @@ class LedgerStorage:
             self._drop_fd(owner, ledger_id)
             return False
         index = current.index
-        del index.offsets[ops[0].first_entry:]
-        for op in ops:
-            index.offsets.extend(op.offsets)
-        index.end_offset = ops[-1].end_offset
+        del index.offsets[first_entry:]
+        for _, _, _, _, offsets in runs:
+            index.offsets.frombytes(offsets)
+        index.end_offset = runs[-1][2]
         self._dirty_files.add((owner, ledger_id))
         del self._pending[(owner, ledger_id)]
         return True
 
-    def _ledger_for(self, owner: JournalLedger, ledger_id: int, first: AppendOp) -> _Current:
+    def _ledger_for(self, owner: JournalLedger, ledger_id: int, first_offset: int) -> _Current:
         """The owner's current ledger, rolled to ledger_id (sealing the one before) and its
-        segment created when ledger_id starts here."""
+        segment created when ledger_id starts here (the run to write starts at its header's end)."""
         current = self._current.get(owner)
         if current is None or current.index.ledger_id != ledger_id:
             if current is not None:
                 self._seal(owner, current)
             current = self._current[owner] = _Current(SegmentIndex(ledger_id))
-        if first.first_offset == segment.HEADER_SIZE:
+        if first_offset == segment.HEADER_SIZE:
             self._drop_fd(owner, ledger_id)
             os.close(segment.create_segment(owner.folder, ledger_id, sync=False))
             self._dirty_folders.add(owner.folder)
@@ -410,6 +417,13 @@ class LedgerStorage:
             self._loop.call_soon_threadsafe(callback, *args)
         except RuntimeError:  # loop closed: nobody is waiting any more
             pass
+
+
+def _stored(op: AppendOp) -> tuple:
+    """What the ledger storage keeps of an append: (owner, ledger id, first entry, first offset,
+    end offset, segment records joined, record offsets as int64 bytes, entry bytes)."""
+    return (op.owner, op.ledger_id, op.first_entry, op.first_offset, op.end_offset, op.seg_bytes,
+            op.offsets.tobytes(), op.nbytes)
 
 
 def _needs_answer(ops: list) -> bool:
