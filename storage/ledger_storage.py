@@ -199,7 +199,7 @@ class LedgerStorage:
         asked = []
         for op in ops:
             kind = type(op)
-            if kind is tuple:  # an append (_stored)
+            if kind is tuple:  # an append (_stored): (owner, ledger id) -> its run
                 self._pending.setdefault(op[:2], []).append(op[2:7])
             elif kind is ControlOp:
                 self._control(op)
