@@ -20,7 +20,7 @@ import requests
 
 from minipulsar.storage.segment import fsync_dir
 from tests.e2e.storage.broker_on_faultfs import (SUBSCRIPTION, AsyncProducer, BrokerOnFaultFS, check_acked_survived, client,
-                                                 consume_all, produce, subscribe)
+                                                 close_without_broker, consume_all, produce, subscribe)
 from tests.helpers import storage_checkpoints, wait_for
 
 pytestmark = pytest.mark.timeout(90)
@@ -418,7 +418,7 @@ def test_deduplication_snapshot_cut_keeps_every_message_once(ffs, tmp_path):
             producer.send_async(f"d-{i}".encode(), None, sequence_id=i + 1)
         ffs.wait_trap(timeout=20)
         report = broker.power_loss()
-        c.close()
+        close_without_broker(c)
         broker.start()
         c = client(broker.url)
         producer = c.create_producer(TOPIC, producer_name="dedup-producer", batching_enabled=False)
