@@ -6,7 +6,10 @@ beside pulsar-lite in the same run.
 
 Messages are sent in 1 ms ticks (rate/1000 per tick) and each one's latency is measured from its
 send_async call to its callback. Prints p50 / p99 / p99.9 / max in ms and the rate achieved, per
-broker and round, then the median over rounds.
+broker and round, then the median over rounds, with the broker process's CPU per message (cpu_us,
+user + system, all its threads) and this process's CPU in cores (client_cores: the sender and the
+official client's threads). The two share the machine's cores: when together they need about all
+of them, every broker's latency is mostly waiting for a core, and the figures say so.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from pathlib import Path
 import pulsar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from perf_compare import minipulsar, pulsar_lite  # noqa: E402  (bench/ is not a package)
+from perf_compare import cpu_seconds, minipulsar, own_cpu_seconds, pulsar_lite  # noqa: E402  (bench/ is not a package)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -31,7 +34,8 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def steady_publish(url: str, rate: int, seconds: float, size: int) -> dict:
+def steady_publish(url, rate: int, seconds: float, size: int) -> dict:
+    """url: a BrokerURL (the broker's pid is read for its CPU)."""
     client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     producer = client.create_producer(f"persistent://public/default/lat-{uuid.uuid4().hex[:8]}",
                                       batching_enabled=False, block_if_queue_full=True, max_pending_messages=10000)
@@ -46,6 +50,7 @@ def steady_publish(url: str, rate: int, seconds: float, size: int) -> dict:
             done.set()
 
     per_tick, start = max(1, rate // 1000), time.perf_counter()
+    broker_cpu, own_cpu = cpu_seconds(url.pid), own_cpu_seconds()
     for sent in range(0, total, per_tick):
         due = start + sent / rate
         while (now := time.perf_counter()) < due:
@@ -55,11 +60,13 @@ def steady_publish(url: str, rate: int, seconds: float, size: int) -> dict:
             producer.send_async(payload, lambda r, m, t0=t0: callback(r, m, t0))
     done.wait(60)
     elapsed = time.perf_counter() - start
+    broker_cpu, own_cpu = cpu_seconds(url.pid) - broker_cpu, own_cpu_seconds() - own_cpu
     producer.close()
     client.close()
     ms = [x * 1e3 for x in latencies]
     return {"rate": len(ms) / elapsed, "p50": percentile(ms, 0.5), "p99": percentile(ms, 0.99),
-            "p99.9": percentile(ms, 0.999), "max": max(ms)}
+            "p99.9": percentile(ms, 0.999), "max": max(ms), "cpu_us": broker_cpu / len(ms) * 1e6,
+            "client_cores": own_cpu / elapsed}
 
 
 def main() -> None:

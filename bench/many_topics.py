@@ -26,8 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import multiprocessing
-import os
-import resource
 import shlex
 import statistics
 import sys
@@ -41,8 +39,8 @@ import pulsar
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from perf_compare import (build_null_broker, minipulsar, null_broker,  # noqa: E402  (bench/ is not a package)
-                          pulsar_lite)
+from perf_compare import (build_null_broker, cpu_seconds, minipulsar, null_broker,  # noqa: E402  (bench/ is not a package)
+                          own_cpu_seconds, pulsar_lite)
 
 
 @contextlib.contextmanager
@@ -125,19 +123,6 @@ def create_partitioned(web: str | None, name: str, partitions: int) -> None:
                          "run it with --brokers minipulsar")
     requests.put(f"{web}/admin/v2/persistent/public/default/{name}/partitions", json=partitions,
                  timeout=60).raise_for_status()
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds the process has used (/proc/<pid>/stat)."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu_seconds() -> float:
-    """User + system CPU seconds of this process: the sender and the official client's threads."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def throughput(url, args, around_send=contextlib.nullcontext) -> dict:

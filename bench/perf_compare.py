@@ -40,6 +40,7 @@ a shared machine).
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -58,6 +59,19 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 NULL_BROKER_DIR = BENCH / "null_broker"
 NULL_BROKER_BINARY = NULL_BROKER_DIR / "target" / "release" / "null_broker"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds process pid has used so far (/proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds() -> float:
+    """User + system CPU seconds of this process: the sender and the official client's threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 BROKERS = ("minipulsar", "pulsar-lite", "null")
 REFERENCE, CEILING = "pulsar-lite", "null"

@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import base64
 import json
-import os
 import statistics
 import sys
 import time
@@ -31,15 +30,10 @@ import aiohttp
 import pulsar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from minipulsar.launcher import BrokerProcess  # noqa: E402
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process pid so far."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from perf_compare import cpu_seconds  # noqa: E402  (bench/ is not a package)
 
 
 def measure(pid: int, n: int, run) -> tuple[float, float]:
