@@ -60,6 +60,15 @@ ROOT = BENCH.parent
 NULL_BROKER_DIR = BENCH / "null_broker"
 NULL_BROKER_BINARY = NULL_BROKER_DIR / "target" / "release" / "null_broker"
 
+BROKERS = ("minipulsar", "pulsar-lite", "null")
+REFERENCE, CEILING = "pulsar-lite", "null"
+FIGURES = ("unbatched produce", "batched produce", "unbatched consume", "batched consume")
+SUBSCRIPTION = "perf"
+RECEIVER_QUEUE = 1000
+
+# (broker, figure) -> one msg/s value per round (None where that run failed)
+Results = dict[tuple[str, str], list]
+
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds process pid has used so far (/proc/<pid>/stat)."""
@@ -72,15 +81,6 @@ def own_cpu_seconds() -> float:
     """User + system CPU seconds of this process: the sender and the official client's threads."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-BROKERS = ("minipulsar", "pulsar-lite", "null")
-REFERENCE, CEILING = "pulsar-lite", "null"
-FIGURES = ("unbatched produce", "batched produce", "unbatched consume", "batched consume")
-SUBSCRIPTION = "perf"
-RECEIVER_QUEUE = 1000
-
-# (broker, figure) -> one msg/s value per round (None where that run failed)
-Results = dict[tuple[str, str], list]
 
 
 class BrokerURL(str):
