@@ -4,7 +4,8 @@ through its REST API (the oracle the console's figures are checked against)."""
 from __future__ import annotations
 
 import requests
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import (ElementNotInteractableException, NoSuchElementException,
+                                        StaleElementReferenceException)
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
@@ -16,6 +17,22 @@ WAIT_SECONDS = 20
 
 def wait(driver, timeout: float = WAIT_SECONDS) -> WebDriverWait:
     return WebDriverWait(driver, timeout)
+
+
+def press(driver, keys: str) -> None:
+    """Type keys into the focused element. A refresh that redraws the view while the keys go replaces
+    the focused element with its copy (the console moves the focus to it: dom.js refill), and a
+    dialog that just closed leaves the focus on its hidden control until the browser moves it: the
+    focused element is read again then, until WAIT_SECONDS."""
+    WebDriverWait(driver, WAIT_SECONDS, ignored_exceptions=(StaleElementReferenceException,
+                                                            ElementNotInteractableException)).until(
+        lambda d: d.switch_to.active_element.send_keys(keys) or True)
+
+
+def focused_text(driver) -> str:
+    """The text of the focused element, read again when a redraw replaced it meanwhile."""
+    return WebDriverWait(driver, WAIT_SECONDS, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: (d.switch_to.active_element.text,))[0]
 
 
 def text_of(driver, css: str) -> str:

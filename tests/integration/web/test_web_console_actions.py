@@ -21,9 +21,9 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
 
 from tests.helpers import BrokerThread, rest_path, wait_for
-from tests.integration.web.console import (backlog, click, confirm, local_name, open_tab, open_topic, rest,
-                                           set_field, submit_dialog, table_rows, text_of, texts, toolbar_button,
-                                           topic_stats, wait)
+from tests.integration.web.console import (backlog, click, confirm, focused_text, local_name, open_tab, open_topic,
+                                           press, rest, set_field, submit_dialog, table_rows, text_of, texts,
+                                           toolbar_button, topic_stats, wait)
 
 
 @pytest.fixture(scope="module")
@@ -336,30 +336,31 @@ def test_the_keyboard_reaches_and_presses_the_main_actions(console_broker, clien
 
     def tab_to(label: str, limit: int = 40) -> None:
         for _ in range(limit):
-            browser.switch_to.active_element.send_keys(Keys.TAB)
-            if browser.switch_to.active_element.text == label:
+            press(browser, Keys.TAB)
+            if focused_text(browser) == label:
                 return
         raise AssertionError(f"{limit} presses of Tab never reached {label!r}")
 
     browser.find_element(By.TAG_NAME, "body").click()
     tab_to("Produce a message")
-    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    press(browser, Keys.ENTER)
     wait(browser).until(lambda d: d.switch_to.active_element.get_attribute("id") == "field-payload")
-    browser.switch_to.active_element.send_keys("typed")
+    press(browser, "typed")
     tab_to("Send", 6)
-    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    press(browser, Keys.ENTER)
     message = consumer.receive(10000)
     assert message.data() == b"typed"
     consumer.acknowledge(message)
     wait(browser).until(lambda d: not d.find_elements(By.CSS_SELECTOR, "dialog[open]"))
+    wait(browser).until(lambda d: focused_text(d) == "Produce a message")  # back where it was opened
     client.create_producer(topic).send(b"second")
     wait(browser).until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, ".sub-backlog"), "1"))
 
     tab_to("Clear backlog")
-    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    press(browser, Keys.ENTER)
     wait(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, "dialog[open] [data-confirm]"))
-    assert browser.switch_to.active_element.text == "Cancel"
-    browser.switch_to.active_element.send_keys(Keys.TAB)
-    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    assert focused_text(browser) == "Cancel"
+    press(browser, Keys.TAB)
+    press(browser, Keys.ENTER)
     wait_for(lambda: backlog(broker, topic, "inbox") == 0, "the backlog cleared from the keyboard")
     consumer.close()
