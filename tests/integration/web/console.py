@@ -20,10 +20,11 @@ def wait(driver, timeout: float = WAIT_SECONDS) -> WebDriverWait:
 
 
 def press(driver, keys: str) -> None:
-    """Type keys into the focused element. A refresh that redraws the view while the keys go replaces
-    the focused element with its copy (the console moves the focus to it: dom.js refill), and a
-    dialog that just closed leaves the focus on its hidden control until the browser moves it: the
-    focused element is read again then, until WAIT_SECONDS."""
+    """Type keys into the focused element, read again when the browser refuses the one read: a refresh
+    that redraws the view replaces the focused element with its copy (the console moves the focus to
+    it: dom.js refill), which leaves the element read stale, and a CI run once found the focus, at the
+    first Tab after a dialog had closed, on an element that could not take keys. Gives up after
+    WAIT_SECONDS."""
     WebDriverWait(driver, WAIT_SECONDS, ignored_exceptions=(StaleElementReferenceException,
                                                             ElementNotInteractableException)).until(
         lambda d: d.switch_to.active_element.send_keys(keys) or True)
