@@ -15,8 +15,9 @@ from tests.helpers import rest_path
 WAIT_SECONDS = 20
 
 
-def wait(driver, timeout: float = WAIT_SECONDS) -> WebDriverWait:
-    return WebDriverWait(driver, timeout)
+def wait(driver, timeout: float = WAIT_SECONDS, ignoring: tuple = ()) -> WebDriverWait:
+    """A WebDriverWait that also retries a condition raising one of ignoring (NoSuchElement always)."""
+    return WebDriverWait(driver, timeout, ignored_exceptions=ignoring or None)
 
 
 def press(driver, keys: str) -> None:
@@ -25,14 +26,13 @@ def press(driver, keys: str) -> None:
     it: dom.js refill), which leaves the element read stale, and a CI run once found the focus, at the
     first Tab after a dialog had closed, on an element that could not take keys. Gives up after
     WAIT_SECONDS."""
-    WebDriverWait(driver, WAIT_SECONDS, ignored_exceptions=(StaleElementReferenceException,
-                                                            ElementNotInteractableException)).until(
+    wait(driver, ignoring=(StaleElementReferenceException, ElementNotInteractableException)).until(
         lambda d: d.switch_to.active_element.send_keys(keys) or True)
 
 
 def focused_text(driver) -> str:
     """The text of the focused element, read again when a redraw replaced it meanwhile."""
-    return WebDriverWait(driver, WAIT_SECONDS, ignored_exceptions=(StaleElementReferenceException,)).until(
+    return wait(driver, ignoring=(StaleElementReferenceException,)).until(
         lambda d: (d.switch_to.active_element.text,))[0]
 
 
@@ -54,8 +54,7 @@ def click(driver, css: str) -> None:
         element.click()
         return True
 
-    WebDriverWait(driver, WAIT_SECONDS, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
-                  ).until(clicked)
+    wait(driver, ignoring=(NoSuchElementException, StaleElementReferenceException)).until(clicked)
 
 
 def local_name(topic: str) -> str:
