@@ -50,6 +50,7 @@ class Op:
     name2: str = ""
     new: bool = False           # link: creates the inode (create/mkdir) rather than a hard link
     durable: bool = False       # write: durable when the call returned (O_DSYNC, RWF_DSYNC, ...)
+    zeros: bool = False         # write: every byte is zero (a preallocation, as the journal's)
     desc: str = ""              # human-readable: the call and its path relative to the root
 
     @property
@@ -79,15 +80,29 @@ class Op:
 
 @dataclass
 class FS:
-    """Inodes: kind, file bytes, directory entries. Inode 0 is the root."""
+    """Inodes: kind, file bytes, directory entries. Inode 0 is the root.
+
+    A file is ``data[ino]`` followed by zeros up to ``sizes[ino]``: zeros written past the bytes
+    held (a preallocated 16 MiB journal file) only grow the size, so the many copies a state
+    build makes and the digests it takes cost what the files hold, not their length."""
 
     kinds: dict[int, str] = field(default_factory=lambda: {ROOT: DIR})
     data: dict[int, bytearray] = field(default_factory=dict)
     entries: dict[int, dict[str, int]] = field(default_factory=lambda: {ROOT: {}})
+    sizes: dict[int, int] = field(default_factory=dict)
 
     def copy(self) -> "FS":
         return FS(dict(self.kinds), {i: bytearray(b) for i, b in self.data.items()},
-                  {i: dict(e) for i, e in self.entries.items()})
+                  {i: dict(e) for i, e in self.entries.items()}, dict(self.sizes))
+
+    def size(self, ino: int) -> int:
+        """The file's length in bytes, zeros past ``data[ino]`` included."""
+        return self.sizes.get(ino, 0)
+
+    def content(self, ino: int) -> bytes:
+        """The file's whole content."""
+        held = self.data.get(ino, b"")
+        return bytes(held) + bytes(self.size(ino) - len(held))
 
     # -- replay ------------------------------------------------------------------
     def ensure(self, ino: int, kind: str) -> None:
@@ -97,6 +112,7 @@ class FS:
                 self.entries[ino] = {}
             else:
                 self.data[ino] = bytearray()
+                self.sizes[ino] = 0
 
     def apply(self, op: Op, kinds: dict[int, str], torn: str | None = None) -> None:
         """Apply ``op``; ``kinds`` gives every inode's kind (inodes are made on first use).
@@ -111,16 +127,16 @@ class FS:
             elif torn == "zero":
                 data = data[: len(data) // 2] + bytes(len(data) - len(data) // 2)
             buf = self.data[op.ino]
-            if op.off > len(buf):
-                buf.extend(bytes(op.off - len(buf)))
-            buf[op.off:op.off + len(data)] = data
+            end = op.off + len(data)
+            if not (op.zeros and op.off >= len(buf)):  # zeros past the bytes held are implied
+                if op.off > len(buf):
+                    buf.extend(bytes(op.off - len(buf)))
+                buf[op.off:end] = data
+            self.sizes[op.ino] = max(self.sizes[op.ino], end)
         elif k == "trunc":
             self.ensure(op.ino, FILE)
-            buf = self.data[op.ino]
-            if op.size < len(buf):
-                del buf[op.size:]
-            else:
-                buf.extend(bytes(op.size - len(buf)))
+            del self.data[op.ino][op.size:]
+            self.sizes[op.ino] = op.size
         elif k == "link":
             self.ensure(op.parent, DIR)
             self.ensure(op.ino, kinds[op.ino])
@@ -162,16 +178,16 @@ class FS:
         """``{path: bytes}`` for files and ``{path: None}`` for directories, reachable ones only."""
         out: dict[str, bytes | None] = {}
         for rel, kind, ino in self.walk():
-            out[rel] = None if kind == DIR else bytes(self.data.get(ino, b""))
+            out[rel] = None if kind == DIR else self.content(ino)
         return out
 
     def digest(self) -> str:
         h = hashlib.sha256()
         for rel, kind, ino in sorted(self.walk()):
             h.update(rel.encode("utf-8", "surrogateescape") + b"\0" + kind.encode())
-            if kind == FILE:
-                content = self.data.get(ino, b"")
-                h.update(len(content).to_bytes(8, "little") + bytes(content))
+            if kind == FILE:  # the length, then the bytes held without trailing zeros: one file, one digest
+                h.update(self.size(ino).to_bytes(8, "little"))
+                h.update(self.data.get(ino, b"").rstrip(b"\0"))
         return h.hexdigest()
 
     def materialize(self, dest: str) -> None:
@@ -184,10 +200,11 @@ class FS:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 with open(path, "wb") as f:
                     f.write(self.data.get(ino, b""))
+                    f.truncate(self.size(ino))  # the zeros past the bytes held, as a hole
 
     def listing(self) -> list[str]:
         """One line per reachable path: ``dir/`` or ``file (N bytes)``."""
-        return [f"{rel}/" if kind == DIR else f"{rel} ({len(self.data.get(ino, b''))} bytes)"
+        return [f"{rel}/" if kind == DIR else f"{rel} ({self.size(ino)} bytes)"
                 for rel, kind, ino in sorted(self.walk())]
 
     @classmethod
@@ -215,7 +232,9 @@ class FS:
                     elif stat.S_ISREG(st.st_mode):
                         fs.kinds[child] = FILE
                         with open(entry.path, "rb") as f:
-                            fs.data[child] = bytearray(f.read())
+                            content = f.read()
+                        fs.data[child] = bytearray(content.rstrip(b"\0"))
+                        fs.sizes[child] = len(content)
                     else:
                         raise ModelError(f"only files and directories are modelled: {entry.path}")
                 fs.entries[ino][entry.name] = child
@@ -324,7 +343,8 @@ class OpLog:
     def write(self, ino: int, off: int, data: bytes, durable: bool = False, desc: str = "") -> None:
         if not data:
             return
-        self._emit(kind="write", ino=ino, off=off, data=bytes(data), durable=durable,
+        data = bytes(data)
+        self._emit(kind="write", ino=ino, off=off, data=data, durable=durable, zeros=data.count(0) == len(data),
                    desc=desc or f"write {self.path_of(ino)} @{off} +{len(data)}{' (dsync)' if durable else ''}")
 
     def truncate(self, ino: int, size: int, desc: str = "") -> None:
@@ -337,7 +357,7 @@ class OpLog:
         self._emit(kind="sync", desc=desc or "sync")
 
     def size(self, ino: int) -> int:
-        return len(self.live.data.get(ino, b""))
+        return self.live.size(ino)
 
     def kind(self, ino: int) -> str:
         return self.kinds[ino]

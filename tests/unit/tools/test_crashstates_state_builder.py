@@ -148,3 +148,30 @@ def test_replay_of_a_candidate_is_what_materialize_writes(tmp_path):
     assert (tmp_path / "d" / "f").read_bytes() == b"abc"
     assert FS.from_disk(str(tmp_path)).digest() == fs.digest()
     assert d in log.kinds
+
+
+def test_preallocated_zeros_read_back_as_written_and_digest_as_the_same_bytes_written_out(tmp_path):
+    log = OpLog()
+    f = log.create("journal")
+    log.write(f, 0, bytes(1 << 20))  # a preallocation: held as a size, not as a megabyte of zeros
+    log.write(f, 16, b"entry")
+    log.write(f, 1 << 20, bytes(8))  # grows the file past its preallocation
+    log.truncate(f, (1 << 20) + 4)
+    expected = bytes(16) + b"entry" + bytes((1 << 20) + 4 - 21)
+    fs = log.live
+    assert fs.tree() == {"journal": expected} and log.size(f) == len(expected)
+    assert len(fs.data[f]) == 21
+    fs.materialize(str(tmp_path))
+    assert (tmp_path / "journal").read_bytes() == expected
+    written_out = OpLog()
+    g = written_out.create("journal")
+    written_out.write(g, 0, expected[:100])  # the same bytes, the zeros after "entry" held as bytes
+    written_out.write(g, 100, expected[100:])
+    assert written_out.live.digest() == fs.digest() == FS.from_disk(str(tmp_path)).digest()
+
+
+def test_a_torn_preallocation_grows_the_file_by_half():
+    log = OpLog(initial({"f": b"ab"}))
+    log.write(log.lookup("f"), 2, bytes(10))
+    torn = {t["f"] for t in end_trees(log)}
+    assert torn == {b"ab", b"ab" + bytes(5), b"ab" + bytes(10)}
