@@ -236,19 +236,23 @@ class Journal:
     # -- thread side ---------------------------------------------------------
     def _run(self) -> None:
         name_this_thread('ml-journal')
-        while True:
-            groups = [self._queue.get()]
-            while not self._queue.empty():
-                groups.append(self._queue.get())
-            stop = None in groups
-            handed = [group for group in groups if type(group) is list]
-            if handed:
-                self._write_group([op for group in handed for op in group], len(handed))
-            if _FILL in groups and not stop:
-                self._fill()
-            if stop:
-                os.close(self._fd)
-                return
+        while self._write_queued():
+            pass
+        os.close(self._fd)
+
+    def _write_queued(self) -> bool:
+        """Write every group queued, waiting for the first; False once told to stop. The groups
+        go with this call's frame: the thread holds no AppendOp while it waits for the next."""
+        groups = [self._queue.get()]
+        while not self._queue.empty():
+            groups.append(self._queue.get())
+        stop = None in groups
+        handed = [group for group in groups if type(group) is list]
+        if handed:
+            self._write_group([op for group in handed for op in group], len(handed))
+        if _FILL in groups and not stop:
+            self._fill()
+        return not stop
 
     def _write_group(self, ops: list, handed: int) -> None:
         """Write ops (handed: groups of the thread's in them, 0 on the loop), then report them:
