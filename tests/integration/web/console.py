@@ -4,8 +4,7 @@ through its REST API (the oracle the console's figures are checked against)."""
 from __future__ import annotations
 
 import requests
-from selenium.common.exceptions import (ElementNotInteractableException, NoSuchElementException,
-                                        StaleElementReferenceException)
+from selenium.common.exceptions import ElementNotInteractableException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
@@ -17,7 +16,7 @@ WAIT_SECONDS = 20
 
 def wait(driver, timeout: float = WAIT_SECONDS, ignoring: tuple = ()) -> WebDriverWait:
     """A WebDriverWait that also retries a condition raising one of ignoring (NoSuchElement always)."""
-    return WebDriverWait(driver, timeout, ignored_exceptions=ignoring or None)
+    return WebDriverWait(driver, timeout, ignored_exceptions=ignoring)
 
 
 def press(driver, keys: str) -> None:
@@ -54,7 +53,7 @@ def click(driver, css: str) -> None:
         element.click()
         return True
 
-    wait(driver, ignoring=(NoSuchElementException, StaleElementReferenceException)).until(clicked)
+    wait(driver, ignoring=(StaleElementReferenceException,)).until(clicked)
 
 
 def local_name(topic: str) -> str:
