@@ -170,6 +170,21 @@ async def test_a_small_group_is_written_on_the_loop_and_a_large_one_by_the_journ
     assert await datas(ml) == [b"small", b"L" * (journal_module.INLINE_GROUP_BYTES + 1)]
 
 
+async def test_what_the_loop_takes_in_one_turn_after_the_first_append_joins_its_group(
+        make_factory, tmp_path, journal_writes):
+    """A group goes a turn of the loop after its first append: appends made in that turn (the
+    SENDs that reached the socket meanwhile) are written and synced with it, in one write."""
+    ml = await (await make_factory(tmp_path)).open("t")
+    _, first = ml.append(b"first")
+    later = []
+    asyncio.get_running_loop().call_soon(lambda: later.append(ml.append(b"second")[1]))
+    await asyncio.shield(first)
+    assert later == [first]  # the second append shares the first one's group
+    held = [data for name, data in journal_writes.writes if name != "ml-storage" and b"first" in data]
+    assert len(held) == 1 and b"second" in held[0]
+    assert await datas(ml) == [b"first", b"second"]
+
+
 async def test_a_small_group_waits_behind_a_group_the_journal_thread_has_in_hand(
         make_factory, tmp_path, journal_writes):
     """While the thread holds a group, the loop writes nothing itself: the records keep the order
