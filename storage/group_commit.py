@@ -91,9 +91,9 @@ class JournalQueue:
     def wake(self, commit: "GroupCommit") -> None:
         """commit has pending operations and none in flight: submit it with the next group, which
         goes one turn of the loop later. That turn's poll reads what reached the sockets while this
-        turn ran, and those appends join the group: a producer's SENDs often arrive a few tens of
-        microseconds apart, and the loop's synced write of a group blocks it for longer. Measured
-        at 10,000 msg/s on one topic: 17-30 % fewer synced writes, for a turn of the loop."""
+        turn ran, and those appends join the group; otherwise they would wait for its synced write
+        (which blocks the loop) and make a group of their own. At 10,000 msg/s on one topic (the
+        official client, 10 SENDs a millisecond): 17-29 % fewer synced writes, for a turn of the loop."""
         self._ready[commit] = None
         if not self._scheduled:
             self._scheduled = True
