@@ -75,7 +75,8 @@ def completer(future: asyncio.Future, what: str) -> Callable[[BaseException | No
 
 class JournalQueue:
     """The loop side of a factory's journal: submits the pending operations of every ledger
-    that has some as one group per loop turn, and hands the reports back to their ledgers.
+    that has some as one group, a loop turn after the first of them (wake), and hands the
+    reports back to their ledgers.
     submit(ops) is the journal's; unwritten appends over UNWRITTEN_LIMIT_BYTES hold new groups
     back until the ledger storage catches up."""
 
