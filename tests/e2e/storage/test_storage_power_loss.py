@@ -354,7 +354,7 @@ def test_power_loss_during_a_cursor_persist(ffs, broker):
         ffs.wait_trap(timeout=20)  # the acks' persist reached its sync
         report = broker.power_loss(torn=True, seed=5)
     finally:
-        consumer_client.close()
+        close_without_broker(consumer_client)
     broker.start()
     again = consume_all(broker.url, TOPIC)
     assert again == acked[len(acked) - len(again):] and len(again) >= 10, (again, survivors_report(report))
