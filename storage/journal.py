@@ -350,9 +350,9 @@ class Journal:
         where the zeros end) once the run is over, None while it goes on. Its writes never meet the
         loop's: the loop writes below _allocated, which is never past _zeroed_to, and the file is
         not replaced or cut during a step (the lock; a run whose file was is dropped). A failure
-        (a full disk) ends the run where the zeros got to. No run starts that would leave the file system less than
-        ROOM_KEPT_BYTES: zeros must never take the room the segments need to catch up with the
-        journal (after a full disk)."""
+        (a full disk) ends the run where the zeros got to. No run starts that would leave the file
+        system less than ROOM_KEPT_BYTES: zeros must never take the room the segments need to
+        catch up with the journal (after a full disk)."""
         with self._file_lock:
             start = max(self._zeroed_to, self._offset)
             if self._run_to is None or self._run_to[0] != self._layout:
