@@ -304,7 +304,7 @@ async def test_the_steps_of_a_run_of_zeros_are_paced_and_a_group_goes_between_th
         real(fd, offset, length, sync)
 
     monkeypatch.setattr(journal_module.jf, "write_zeros", write_zeros)
-    factory = await make_factory(tmp_path, journal_pre_alloc_size_mb=1)
+    factory = await make_factory(tmp_path, journal_pre_alloc_size_mb=4)  # paced while over 1 MiB of zeros is left
     ml = await factory.open("t")
     while not steps:  # past half the run: the next run starts
         await ml.add_entry(b"H" * (60 << 10))
