@@ -150,7 +150,8 @@ def journal_writes(monkeypatch):
 
     monkeypatch.setattr(journal_module.segment, "pwritev_all", pwritev_all)
     monkeypatch.setattr(journal_module, "time",
-                        types.SimpleNamespace(perf_counter=lambda: time.perf_counter() + seen.clock_ahead))
+                        types.SimpleNamespace(perf_counter=lambda: time.perf_counter() + seen.clock_ahead,
+                                              monotonic=time.monotonic))
     return seen
 
 
@@ -254,7 +255,9 @@ async def test_a_group_that_does_not_fit_below_the_zeros_waits_one_step_of_the_j
         make_factory, tmp_path, journal_writes, monkeypatch):
     """The loop never writes where the thread may be writing zeros: a group past them goes to
     the thread, which appends it after the step of zeros it is writing, before the run's next
-    step; the loop writes again once the run is ahead of the records."""
+    step; the loop writes again once the run is ahead of the records. With the records that
+    close to the zeros, the steps are not paced."""
+    monkeypatch.setattr(journal_module, "ZERO_STEP_PAUSE_SECONDS", 60.0)
     writes, loop_thread = journal_writes.writes, threading.current_thread().name
     zeroing, steps = threading.Event(), threading.Semaphore(0)
     real = jf.write_zeros
@@ -277,14 +280,39 @@ async def test_a_group_that_does_not_fit_below_the_zeros_waits_one_step_of_the_j
     past = asyncio.ensure_future(ml.add_entry(b"P" * (60 << 10)))
     await wait_for_async(lambda: journal._handed == 1, "the group past the zeros to be handed over")
     assert not past.done()
-    steps.release()  # one step of three
+    steps.release()  # the run's first step
     await asyncio.wait_for(past, 10)
     assert journal_writers(writes, b"PPPP") == ["ml-journal"] and journal._filling
-    steps.release(2)
+    steps.release((3 << 20) // journal_module.ZERO_STEP_BYTES - 1)  # the others
     await wait_for_async(lambda: not journal._filling, "the run of zeros to be reported")
     await ml.add_entry(b"again")
     assert journal_writers(writes, b"again") == [loop_thread]
     assert await datas(ml) == [big] * len(fitting) + [b"P" * (60 << 10), b"again"]
+
+
+async def test_the_steps_of_a_run_of_zeros_are_paced_and_a_group_goes_between_them(
+        make_factory, tmp_path, journal_writes, monkeypatch):
+    """Steps of zeros one after another would hold up every synced write of the loop's that meets
+    them, so the journal thread pauses ZERO_STEP_PAUSE_SECONDS between two steps; a group handed
+    to it during the pause is written at once, not after it."""
+    monkeypatch.setattr(journal_module, "ZERO_STEP_PAUSE_SECONDS", 3.0)
+    steps, real = [], jf.write_zeros
+
+    def write_zeros(fd, offset, length, sync):
+        if threading.current_thread().name == "ml-journal":
+            steps.append(time.monotonic())
+        real(fd, offset, length, sync)
+
+    monkeypatch.setattr(journal_module.jf, "write_zeros", write_zeros)
+    factory = await make_factory(tmp_path, journal_pre_alloc_size_mb=4)  # paced while over 1 MiB of zeros is left
+    ml = await factory.open("t")
+    while not steps:  # past half the run: the next run starts
+        await ml.add_entry(b"H" * (60 << 10))
+    factory._journal._write_seconds = 1.0  # as after a stalled write: the next group is handed over
+    await asyncio.wait_for(ml.add_entry(b"handed"), 2.0)  # within the first pause
+    assert journal_writers(journal_writes.writes, b"handed") == ["ml-journal"] and len(steps) == 1
+    await wait_for_async(lambda: len(steps) >= 2 or None, "the run's second step")
+    assert steps[1] - steps[0] >= 3.0, steps
 
 
 async def test_zeros_never_take_the_room_the_segments_need(make_factory, tmp_path, monkeypatch):
