@@ -2,10 +2,10 @@
 
 The child writes one line per event to a log file with a single os.write: ``A <pos> <tag>``
 after add_entry resolved, ``M <pos>`` / ``D <pos>`` before a cumulative / individual ack,
-``P <pos>`` after a cursor persist completed. A SIGKILL can still tear the last line: Linux copies a write into the
-page cache page by page and stops between pages once a fatal signal is pending, so a line that
-straddles a page boundary can end short. The parent reads only lines with their newline.
-After each kill the parent reopens the data dir and checks:
+``P <pos>`` after a cursor persist completed. A SIGKILL can still tear the last line: Linux
+copies a write into the page cache page by page and stops between pages once a fatal signal is
+pending, so a line that straddles a page boundary can end short. The parent reads only lines
+with their newline. After each kill the parent reopens the data dir and checks:
 
 * every resolved append that is not acknowledged is readable, with its bytes, in order;
 * the cursor restarts at or after its last reported persisted mark-delete position;
