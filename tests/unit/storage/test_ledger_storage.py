@@ -3,6 +3,7 @@ a checkpoint still finds every entry in the segments."""
 import asyncio
 import gc
 import os
+import threading
 
 import pytest
 
@@ -74,3 +75,26 @@ async def test_entries_waiting_to_be_written_behind_hold_nothing_the_collector_t
     assert factory._storage.checkpoints == 0  # nothing written behind yet: the entries wait
     for ml in ledgers:
         assert await datas(ml) == [b"first"] + [b"e%d" % group for group in range(20)]
+
+
+async def test_a_round_and_a_checkpoint_over_many_ledgers_pause_for_the_loop(make_factory, tmp_path, monkeypatch):
+    """A round's writes and a checkpoint's syncs over 120 ledgers pause twice each (every
+    BREATHE_EVERY_LEDGERS = 50 ledgers), on the storage thread, and lose nothing: the segments
+    alone give every entry back."""
+    monkeypatch.setattr(ledger_storage, "WRITE_BEHIND_SECONDS", 600.0)
+    pauses = []
+    monkeypatch.setattr(ledger_storage, "_breathe", lambda: pauses.append(threading.current_thread().name))
+    factory = await make_factory(tmp_path / "a", flush_interval_ms=600_000)  # no checkpoint comes due meanwhile
+    ledgers = [await factory.open(f"t{i}") for i in range(120)]
+    for ml in ledgers:
+        await ml.open_cursor("keep", "earliest")
+        await ml.add_entry(b"e-" + ml.name.encode())
+    await factory.checkpoint()  # one round writes the 120 ledgers, then their segments are synced
+    assert pauses == ["ml-storage"] * 4
+    crash_copy(tmp_path / "a", tmp_path / "b", segments_lost=False)
+    journal_folder = os.path.join(tmp_path, "b", "journal")
+    for seq in jf.list_files(journal_folder):  # the segments alone
+        os.unlink(jf.file_path(journal_folder, seq))
+    reopened = await make_factory(tmp_path / "b")
+    for i in range(120):
+        assert await datas(await reopened.open(f"t{i}")) == [b"e-t%d" % i]
