@@ -19,6 +19,15 @@ def context_switches(thread) -> int:
         return next(int(line.split()[1]) for line in status if line.startswith("voluntary_ctxt_switches"))
 
 
+def copy_of_the_segments_alone(src, dst) -> None:
+    """dst: a crash copy of the data dir src without its journal files, so that only what the
+    ledger storage wrote into the segments (and checkpointed) can be read back."""
+    crash_copy(src, dst, segments_lost=False)
+    journal_folder = os.path.join(dst, "journal")
+    for seq in jf.list_files(journal_folder):
+        os.unlink(jf.file_path(journal_folder, seq))
+
+
 async def test_appends_do_not_wake_the_thread_while_a_round_gathers(make_factory, tmp_path, monkeypatch):
     """At a thousand groups a second a wake-up per group costs a futex and takes the GIL from the
     loop each time: the first group of a round wakes the thread, it looks for the rest every
@@ -36,10 +45,7 @@ async def test_appends_do_not_wake_the_thread_while_a_round_gathers(make_factory
         await ml.add_entry(data)
     assert context_switches(thread) - before < 10  # one wake-up per group made it 199 and more
     await factory.checkpoint()
-    crash_copy(tmp_path / "a", tmp_path / "b", segments_lost=False)
-    journal = os.path.join(tmp_path, "b", "journal")
-    for seq in jf.list_files(journal):  # the segments alone
-        os.unlink(jf.file_path(journal, seq))
+    copy_of_the_segments_alone(tmp_path / "a", tmp_path / "b")
     assert await datas(await (await make_factory(tmp_path / "b")).open("t")) == expected
 
 
@@ -91,10 +97,7 @@ async def test_a_round_and_a_checkpoint_over_many_ledgers_pause_for_the_loop(mak
         await ml.add_entry(b"e-" + ml.name.encode())
     await factory.checkpoint()  # one round writes the 120 ledgers, then their segments are synced
     assert pauses == ["ml-storage"] * 4
-    crash_copy(tmp_path / "a", tmp_path / "b", segments_lost=False)
-    journal_folder = os.path.join(tmp_path, "b", "journal")
-    for seq in jf.list_files(journal_folder):  # the segments alone
-        os.unlink(jf.file_path(journal_folder, seq))
+    copy_of_the_segments_alone(tmp_path / "a", tmp_path / "b")
     reopened = await make_factory(tmp_path / "b")
     for i in range(120):
         assert await datas(await reopened.open(f"t{i}")) == [b"e-t%d" % i]
