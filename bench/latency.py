@@ -3,6 +3,7 @@ beside pulsar-lite in the same run.
 
     python bench/latency.py                         # 10,000 msg/s for 20 s, 100-byte messages
     python bench/latency.py --rate 5000 --seconds 30 --rounds 3
+    python bench/latency.py --brokers minipulsar minipulsar-unsynced pulsar-lite  # what the fsync costs
 
 Messages are sent in 1 ms ticks (rate/1000 per tick) and each one's latency is measured from its
 send_async call to its callback. Prints p50 / p99 / p99.9 / max in ms and the rate achieved, per
@@ -10,10 +11,13 @@ broker and round, then the median over rounds, with the broker process's CPU per
 user + system, all its threads) and this process's CPU in cores (client_cores: the sender and the
 official client's threads). The two share the machine's cores: when together they need about all
 of them, every broker's latency is mostly waiting for a core, and the figures say so.
+minipulsar-unsynced is minipulsar with journalSyncData off, pulsar-lite's terms: beside the synced
+run it shows how much of the latency is the disk's (bench/disk_sync.py times the disk alone).
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 import statistics
 import sys
@@ -27,6 +31,9 @@ import pulsar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from perf_compare import cpu_seconds, minipulsar, own_cpu_seconds, pulsar_lite  # noqa: E402  (bench/ is not a package)
+
+BROKERS = {"minipulsar": minipulsar, "minipulsar-unsynced": functools.partial(minipulsar, sync=False),
+           "pulsar-lite": pulsar_lite}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -75,18 +82,24 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--brokers", nargs="+", default=["minipulsar", "pulsar-lite"], choices=list(BROKERS))
     args = parser.parse_args()
     print("command:", shlex.join([sys.executable, *sys.argv]))
-    results: dict[str, list[dict]] = {"minipulsar": [], "pulsar-lite": []}
+    results: dict[str, list[dict]] = {name: [] for name in args.brokers}
     for round_no in range(args.rounds):
-        for name, launcher in (("minipulsar", minipulsar), ("pulsar-lite", pulsar_lite)):
-            with tempfile.TemporaryDirectory() as workdir, launcher(False, args, workdir) as url:
+        for name in args.brokers:
+            with tempfile.TemporaryDirectory() as workdir, BROKERS[name](False, args, workdir) as url:
                 figures = steady_publish(url, args.rate, args.seconds, args.size)
             results[name].append(figures)
-            print(f"round {round_no + 1} {name:11s} " + "  ".join(f"{k} {v:,.2f}" for k, v in figures.items()))
-    for name, rounds in results.items():
-        print(f"median {name:11s} " + "  ".join(
-            f"{k} {statistics.median(r[k] for r in rounds):,.2f}" for k in rounds[0]))
+            print(f"round {round_no + 1} {name:19s} " + "  ".join(f"{k} {v:,.2f}" for k, v in figures.items()))
+    medians = {name: {k: statistics.median(r[k] for r in rounds) for k in rounds[0]} for name, rounds in results.items()}
+    for name, figures in medians.items():
+        print(f"median {name:19s} " + "  ".join(f"{k} {v:,.2f}" for k, v in figures.items()))
+    if "pulsar-lite" in medians:  # the issue's targets are these ratios
+        lite = medians["pulsar-lite"]
+        for name in (name for name in medians if name != "pulsar-lite"):
+            print(f"{name} / pulsar-lite: p50 {medians[name]['p50'] / lite['p50']:.2f}x  "
+                  f"p99 {medians[name]['p99'] / lite['p99']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -129,10 +129,11 @@ def wait_listening(proc: subprocess.Popen, port: int, log_path: Path, timeout: f
 
 
 @contextmanager
-def minipulsar(batching: bool, args, workdir: str) -> Iterator[BrokerURL]:
-    # journalSyncData explicit, so a changed default cannot quietly turn the comparison into one without fsync.
-    with BrokerProcess(Path(workdir) / "data", {"journalSyncData": "true"}, log_path=Path(workdir) / "minipulsar.log",
-                       log_level="WARNING", cwd=workdir) as broker:
+def minipulsar(batching: bool, args, workdir: str, sync: bool = True) -> Iterator[BrokerURL]:
+    """sync: journalSyncData. Always explicit, so a changed default cannot quietly turn the comparison
+    into one without fsync; off only where a benchmark asks for it by name (minipulsar-unsynced)."""
+    with BrokerProcess(Path(workdir) / "data", {"journalSyncData": str(sync).lower()},
+                       log_path=Path(workdir) / "minipulsar.log", log_level="WARNING", cwd=workdir) as broker:
         yield BrokerURL(broker.service_url, broker.pid, broker.web_service_url)
 
 

@@ -1,0 +1,84 @@
+"""The disk's own synced-write latency, the floor under a synced publish: small appends to one
+preallocated file, each written with ``pwritev(..., RWF_DSYNC)`` (what the journal does for a group),
+at a steady rate as a publish at that rate would ask for them.
+
+    python bench/disk_sync.py                      # 1,000 writes/s of 1,300 B for 10 s, in a temp dir
+    python bench/disk_sync.py --rate 0 --seconds 2 # back to back
+    python bench/disk_sync.py --dir /data          # on the disk a broker's data dir would use
+
+Prints p50 / p99 / p99.9 / max in ms, how many writes took over --slow-ms, and the largest number of
+those in any 250 ms window (slow writes on a virtual disk come in bursts). Run it the same hour as
+bench/latency.py: a broker that syncs cannot answer faster than this, and days differ.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import tempfile
+import time
+
+BURST_WINDOW_SECONDS = 0.25
+
+
+def timed_writes(folder: str, rate: int, seconds: float, size: int) -> list[tuple[float, float]]:
+    """(start, seconds taken) of each synced write; the file is preallocated and synced first, so a
+    write changes no metadata (as the journal's zeros ahead)."""
+    path = os.path.join(folder, "disk_sync.probe")
+    count = int(rate * seconds) if rate else None
+    span = 64 << 20
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.pwrite(fd, bytes(span), 0)
+        os.fsync(fd)
+        record, offset, timings = [b"x" * size], 0, []
+        start = time.perf_counter()
+        while (count is None and time.perf_counter() - start < seconds) or (count is not None and len(timings) < count):
+            if rate:
+                due = start + len(timings) / rate
+                while (now := time.perf_counter()) < due:
+                    time.sleep(min(due - now, 0.0002))
+            began = time.perf_counter()
+            os.pwritev(fd, record, offset, os.RWF_DSYNC)
+            timings.append((began, time.perf_counter() - began))
+            offset = (offset + size) % (span - size)
+        return timings
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
+def at(ordered: list[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def largest_burst(slow_starts: list[float]) -> int:
+    most, first = 0, 0
+    for last, at in enumerate(slow_starts):
+        while at - slow_starts[first] > BURST_WINDOW_SECONDS:
+            first += 1
+        most = max(most, last - first + 1)
+    return most
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=int, default=1000, help="writes per second; 0: back to back")
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--size", type=int, default=1300, help="bytes per write (a 1 ms group of 10 x 100 B)")
+    parser.add_argument("--slow-ms", type=float, default=0.5)
+    parser.add_argument("--dir", default=None, help="where to write (default: the temp dir the benchmarks use)")
+    args = parser.parse_args()
+    print("command:", shlex.join([sys.executable, *sys.argv]))
+    with tempfile.TemporaryDirectory(dir=args.dir) as folder:
+        timings = timed_writes(folder, args.rate, args.seconds, args.size)
+    ms = sorted(taken * 1e3 for _, taken in timings)
+    slow = [began for began, taken in timings if taken * 1e3 > args.slow_ms]
+    print(f"{len(ms)} synced writes of {args.size} B: p50 {at(ms, 0.5):.3f}  p99 {at(ms, 0.99):.3f}  "
+          f"p99.9 {at(ms, 0.999):.3f}  max {ms[-1]:.3f} ms;  over {args.slow_ms} ms: {len(slow)} "
+          f"({100 * len(slow) / len(ms):.1f} %), at most {largest_burst(slow)} in {BURST_WINDOW_SECONDS * 1e3:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
