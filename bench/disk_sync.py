@@ -73,11 +73,16 @@ def main() -> None:
     print("command:", shlex.join([sys.executable, *sys.argv]))
     with tempfile.TemporaryDirectory(dir=args.dir) as folder:
         timings = timed_writes(folder, args.rate, args.seconds, args.size)
+    print(summary(timings, args.size, args.slow_ms))
+
+
+def summary(timings: list[tuple[float, float]], size: int, slow_ms: float = 0.5) -> str:
+    """One line of figures for timed_writes' result."""
     ms = sorted(taken * 1e3 for _, taken in timings)
-    slow = [began for began, taken in timings if taken * 1e3 > args.slow_ms]
-    print(f"{len(ms)} synced writes of {args.size} B: p50 {at(ms, 0.5):.3f}  p99 {at(ms, 0.99):.3f}  "
-          f"p99.9 {at(ms, 0.999):.3f}  max {ms[-1]:.3f} ms;  over {args.slow_ms} ms: {len(slow)} "
-          f"({100 * len(slow) / len(ms):.1f} %), at most {largest_burst(slow)} in {BURST_WINDOW_SECONDS * 1e3:.0f} ms")
+    slow = [began for began, taken in timings if taken * 1e3 > slow_ms]
+    return (f"{len(ms)} synced writes of {size} B: p50 {at(ms, 0.5):.3f}  p99 {at(ms, 0.99):.3f}  "
+            f"p99.9 {at(ms, 0.999):.3f}  max {ms[-1]:.3f} ms;  over {slow_ms} ms: {len(slow)} "
+            f"({100 * len(slow) / len(ms):.1f} %), at most {largest_burst(slow)} in {BURST_WINDOW_SECONDS * 1e3:.0f} ms")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ user + system, all its threads) and this process's CPU in cores (client_cores: t
 official client's threads). The two share the machine's cores: when together they need about all
 of them, every broker's latency is mostly waiting for a core, and the figures say so.
 minipulsar-unsynced is minipulsar with journalSyncData off, pulsar-lite's terms: beside the synced
-run it shows how much of the latency is the disk's (bench/disk_sync.py times the disk alone).
+run it shows how much of the latency is the disk's. Last, bench/disk_sync.py times the disk alone
+for --disk-seconds: 1,000 synced writes a second, about what the journal writes at 10,000 msg/s.
 """
 from __future__ import annotations
 
@@ -30,8 +31,10 @@ from pathlib import Path
 import pulsar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from disk_sync import summary, timed_writes  # noqa: E402
 from perf_compare import cpu_seconds, minipulsar, own_cpu_seconds, pulsar_lite  # noqa: E402  (bench/ is not a package)
 
+DISK_WRITE_BYTES = 1300  # about a 1 ms group of ten 100 B messages in the journal
 BROKERS = {"minipulsar": minipulsar, "minipulsar-unsynced": functools.partial(minipulsar, sync=False),
            "pulsar-lite": pulsar_lite}
 
@@ -83,6 +86,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--brokers", nargs="+", default=["minipulsar", "pulsar-lite"], choices=list(BROKERS))
+    parser.add_argument("--disk-seconds", type=float, default=5,
+                        help="then time the disk's own synced writes (bench/disk_sync.py) this long; 0: no")
     args = parser.parse_args()
     print("command:", shlex.join([sys.executable, *sys.argv]))
     results: dict[str, list[dict]] = {name: [] for name in args.brokers}
@@ -100,6 +105,10 @@ def main() -> None:
         for name in (name for name in medians if name != "pulsar-lite"):
             print(f"{name} / pulsar-lite: p50 {medians[name]['p50'] / lite['p50']:.2f}x  "
                   f"p99 {medians[name]['p99'] / lite['p99']:.2f}x")
+    if args.disk_seconds:  # the floor under a synced publish, the same hour
+        with tempfile.TemporaryDirectory() as folder:
+            timings = timed_writes(folder, 1000, args.disk_seconds, DISK_WRITE_BYTES)
+        print("the disk alone, 1,000 a second:", summary(timings, DISK_WRITE_BYTES))
 
 
 if __name__ == "__main__":
