@@ -20,13 +20,14 @@ import tempfile
 import time
 
 BURST_WINDOW_SECONDS = 0.25
+GROUP_BYTES = 1300  # about what the journal writes for a 1 ms group of ten 100 B messages
 
 
 def timed_writes(folder: str, rate: int, seconds: float, size: int) -> list[tuple[float, float]]:
     """(start, seconds taken) of each synced write; the file is preallocated and synced first, so a
     write changes no metadata (as the journal's zeros ahead)."""
     path = os.path.join(folder, "disk_sync.probe")
-    count = int(rate * seconds) if rate else None
+    count = int(rate * seconds)
     span = 64 << 20
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -34,7 +35,7 @@ def timed_writes(folder: str, rate: int, seconds: float, size: int) -> list[tupl
         os.fsync(fd)
         record, offset, timings = [b"x" * size], 0, []
         start = time.perf_counter()
-        while (count is None and time.perf_counter() - start < seconds) or (count is not None and len(timings) < count):
+        while len(timings) < count if rate else time.perf_counter() - start < seconds:
             if rate:
                 due = start + len(timings) / rate
                 while (now := time.perf_counter()) < due:
@@ -49,24 +50,35 @@ def timed_writes(folder: str, rate: int, seconds: float, size: int) -> list[tupl
         os.unlink(path)
 
 
-def at(ordered: list[float], q: float) -> float:
+def percentile_of_sorted(ordered: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def largest_burst(slow_starts: list[float]) -> int:
+    """The most slow writes that started within any BURST_WINDOW_SECONDS."""
     most, first = 0, 0
-    for last, at in enumerate(slow_starts):
-        while at - slow_starts[first] > BURST_WINDOW_SECONDS:
+    for last, started in enumerate(slow_starts):
+        while started - slow_starts[first] > BURST_WINDOW_SECONDS:
             first += 1
         most = max(most, last - first + 1)
     return most
+
+
+def summary(timings: list[tuple[float, float]], size: int, slow_ms: float = 0.5) -> str:
+    """One line of figures for timed_writes' result."""
+    ms = sorted(taken * 1e3 for _, taken in timings)
+    slow = [began for began, taken in timings if taken * 1e3 > slow_ms]
+    p50, p99, p999 = (percentile_of_sorted(ms, q) for q in (0.5, 0.99, 0.999))
+    return (f"{len(ms)} synced writes of {size} B: p50 {p50:.3f}  p99 {p99:.3f}  p99.9 {p999:.3f}  "
+            f"max {ms[-1]:.3f} ms;  over {slow_ms} ms: {len(slow)} ({100 * len(slow) / len(ms):.1f} %), "
+            f"at most {largest_burst(slow)} in {BURST_WINDOW_SECONDS * 1e3:.0f} ms")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=int, default=1000, help="writes per second; 0: back to back")
     parser.add_argument("--seconds", type=float, default=10)
-    parser.add_argument("--size", type=int, default=1300, help="bytes per write (a 1 ms group of 10 x 100 B)")
+    parser.add_argument("--size", type=int, default=GROUP_BYTES, help="bytes per write")
     parser.add_argument("--slow-ms", type=float, default=0.5)
     parser.add_argument("--dir", default=None, help="where to write (default: the temp dir the benchmarks use)")
     args = parser.parse_args()
@@ -74,15 +86,6 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.dir) as folder:
         timings = timed_writes(folder, args.rate, args.seconds, args.size)
     print(summary(timings, args.size, args.slow_ms))
-
-
-def summary(timings: list[tuple[float, float]], size: int, slow_ms: float = 0.5) -> str:
-    """One line of figures for timed_writes' result."""
-    ms = sorted(taken * 1e3 for _, taken in timings)
-    slow = [began for began, taken in timings if taken * 1e3 > slow_ms]
-    return (f"{len(ms)} synced writes of {size} B: p50 {at(ms, 0.5):.3f}  p99 {at(ms, 0.99):.3f}  "
-            f"p99.9 {at(ms, 0.999):.3f}  max {ms[-1]:.3f} ms;  over {slow_ms} ms: {len(slow)} "
-            f"({100 * len(slow) / len(ms):.1f} %), at most {largest_burst(slow)} in {BURST_WINDOW_SECONDS * 1e3:.0f} ms")
 
 
 if __name__ == "__main__":

@@ -31,10 +31,9 @@ from pathlib import Path
 import pulsar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from disk_sync import summary, timed_writes  # noqa: E402
+from disk_sync import GROUP_BYTES, summary, timed_writes  # noqa: E402
 from perf_compare import cpu_seconds, minipulsar, own_cpu_seconds, pulsar_lite  # noqa: E402  (bench/ is not a package)
 
-DISK_WRITE_BYTES = 1300  # about a 1 ms group of ten 100 B messages in the journal
 BROKERS = {"minipulsar": minipulsar, "minipulsar-unsynced": functools.partial(minipulsar, sync=False),
            "pulsar-lite": pulsar_lite}
 
@@ -97,7 +96,8 @@ def main() -> None:
                 figures = steady_publish(url, args.rate, args.seconds, args.size)
             results[name].append(figures)
             print(f"round {round_no + 1} {name:19s} " + "  ".join(f"{k} {v:,.2f}" for k, v in figures.items()))
-    medians = {name: {k: statistics.median(r[k] for r in rounds) for k in rounds[0]} for name, rounds in results.items()}
+    medians = {name: {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
+               for name, rounds in results.items()}
     for name, figures in medians.items():
         print(f"median {name:19s} " + "  ".join(f"{k} {v:,.2f}" for k, v in figures.items()))
     if "pulsar-lite" in medians:  # the targets are these ratios
@@ -107,8 +107,8 @@ def main() -> None:
                   f"p99 {medians[name]['p99'] / lite['p99']:.2f}x")
     if args.disk_seconds:  # the floor under a synced publish, the same hour
         with tempfile.TemporaryDirectory() as folder:
-            timings = timed_writes(folder, 1000, args.disk_seconds, DISK_WRITE_BYTES)
-        print("the disk alone, 1,000 a second:", summary(timings, DISK_WRITE_BYTES))
+            timings = timed_writes(folder, 1000, args.disk_seconds, GROUP_BYTES)
+        print("the disk alone, 1,000 a second:", summary(timings, GROUP_BYTES))
 
 
 if __name__ == "__main__":
