@@ -12,17 +12,16 @@ group), so a failed write never leaves a gap behind an entry that succeeded.
 
 The journal reports a group once: its appends are resolved (or failed with PersistenceError),
 and the managed ledger publishes the durable entries (``on_batch``). Durable entries stay in
-memory here until the ledger storage thread reports them written into their segment, and
-reads of them are served from here meanwhile (``unwritten``). A failed write renumbers from
-what is durable when the journal cut it off again (no room), or moves the ledger to a new
-ledger, fencing the old one at its last durable entry (any other error, such as EIO).
+memory (storage.unwritten) until the ledger storage thread reports them written into their
+segment, and reads of them are served from there meanwhile (``unwritten``). A failed write
+renumbers from what is durable when the journal cut it off again (no room), or moves the ledger
+to a new ledger, fencing the old one at its last durable entry (any other error, such as EIO).
 Pulsar: ``ManagedLedgerImpl.pendingAddEntries`` / ``OpAddEntry``, with BookKeeper's journal
 group commit behind them.
 """
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import time
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from .journal import AppendOp, CheckpointOp, ControlOp, GroupReport, JournalLedg
 from .ledger_storage import SealOp
 from .ledger_map import LedgerMap
 from .position import Position, make_position
+from .unwritten import UnwrittenEntries
 from .write_latency import WriteLatency, WriteLatencyRecorder
 
 log = logging.getLogger(__name__)
@@ -44,10 +44,10 @@ log = logging.getLogger(__name__)
 # Durable entries not yet in their segments, all ledgers together (counted once; memory holds them
 # about twice: the entries for reads, and their segment records joined for the ledger storage).
 UNWRITTEN_LIMIT_BYTES = 256 << 20
-# Written runs one progress callback releases (each frees a run's entries) before the loop runs
-# its I/O again. One busy topic has a thousand a round, a thousand topics ten thousand.
+# Written entries one progress callback lets go of before the loop runs its I/O again (a round
+# behind 10,000 msg/s holds ten thousand, on one topic or over a thousand ledgers, where each
+# ledger's call costs more than its entries).
 PROGRESS_SLICE = 200
-RUN_HEAD = 3  # fields of an unwritten run before its entries: ledger id, first entry, bytes
 
 
 @dataclass
@@ -149,8 +149,8 @@ class JournalQueue:
 
     def progress(self, written: list, start: int = 0) -> None:
         """The ledger storage wrote these (owner, ledger id, entries written) (storage thread -> loop),
-        from written[start]. A round's runs are released PROGRESS_SLICE at a time, the rest on a
-        later turn, so receipts and dispatch go on between."""
+        from written[start]. A round's entries are let go of PROGRESS_SLICE at a time, the rest on
+        a later turn, so receipts and dispatch go on between."""
         budget = PROGRESS_SLICE
         for i in range(start, len(written)):
             owner, ledger_id, entries = written[i]
@@ -189,11 +189,9 @@ class GroupCommit:
         self._pending: list = []  # AppendOp / ControlOp not yet submitted
         self._tail: AppendOp | None = None  # the AppendOp appends are added to
         self._in_flight: list | None = None
-        # Durable runs not yet in their segment, each one flat tuple: (ledger id, first entry,
-        # bytes, entry, entry, ...) (RUN_HEAD fields, then the entries). Not the AppendOps: they
-        # stay up to the ledger storage's write-behind (a second), and the cyclic collector stops
-        # tracking a tuple of atoms at its first pass (one holding a tuple, a generation later).
-        self._unwritten: collections.deque[tuple] = collections.deque()
+        # Durable entries not yet in their segment (up to the ledger storage's write-behind, a
+        # second): not the AppendOps, which go with their report.
+        self._unwritten = UnwrittenEntries()
         self._drained: asyncio.Future | None = None
         self._latency = WriteLatencyRecorder()
         self.entries_added = 0  # made durable since open (Pulsar entriesAddedCounter)
@@ -297,7 +295,7 @@ class GroupCommit:
             entries = len(op.datas)
             self.entries_added += entries
             self._latency.record(op.started_ns, op.submitted_ns, now, entries)
-            self._unwritten.append((op.ledger_id, op.first_entry, op.nbytes, *op.datas))
+            self._unwritten.add(op.ledger_id, op.first_entry, op.datas)
             self._queue.unwritten_bytes += op.nbytes
             op.future.set_result(None)
             op.future = None  # its waiters hold the future
@@ -332,46 +330,23 @@ class GroupCommit:
     # -- entries durable, not yet in their segment --------------------------------
     def written(self, ledger_id: int, entries: int, limit: int) -> int:
         """The ledger storage wrote the first `entries` entries of ledger_id into its segment:
-        releases the runs only memory held, at most `limit` of them; returns how many."""
-        unwritten, released = self._unwritten, 0
-        while released < limit and unwritten:
-            run = unwritten[0]
-            if run[0] > ledger_id or (run[0] == ledger_id and run[1] + len(run) - RUN_HEAD > entries):
-                break
-            unwritten.popleft()
-            self._queue.unwritten_bytes -= run[2]
-            released += 1
+        memory lets go of at most `limit` of them; returns how many."""
+        released, freed = self._unwritten.release(ledger_id, entries, limit)
+        self._queue.unwritten_bytes -= freed
         return released
 
     def unwritten(self, ledger_id: int, first: int, last: int) -> list[bytes] | None:
         """Entries first..last of ledger_id when they are all durable and not yet in their
         segment (read from memory), else None."""
-        out = []
-        for run in self._unwritten:
-            if run[0] != ledger_id:
-                continue
-            run_first = run[1]
-            lo, hi = max(first, run_first), min(last, run_first + len(run) - RUN_HEAD - 1)
-            if lo <= hi and lo == first + len(out):
-                out += run[RUN_HEAD + lo - run_first:RUN_HEAD + hi - run_first + 1]
-        return out if len(out) == last - first + 1 else None
+        return self._unwritten.read(ledger_id, first, last)
 
     def first_unwritten(self, ledger_id: int) -> int | None:
         """The first entry of ledger_id only memory holds (None when its segment has them all)."""
-        for run in self._unwritten:
-            if run[0] == ledger_id:
-                return run[1]
-        return None
+        return self._unwritten.first(ledger_id)
 
     def forget_ledger(self, ledger_id: int) -> None:
         """ledger_id was trimmed: its entries are not wanted in memory any more."""
-        kept = collections.deque()
-        for run in self._unwritten:
-            if run[0] == ledger_id:
-                self._queue.unwritten_bytes -= run[2]
-            else:
-                kept.append(run)
-        self._unwritten = kept
+        self._queue.unwritten_bytes -= self._unwritten.forget(ledger_id)
 
     # -- shutdown ------------------------------------------------------------
     async def drain(self) -> None:
@@ -388,5 +363,4 @@ class GroupCommit:
 
     def forget_unwritten(self) -> None:
         """The ledger storage wrote everything (the ledger closed): memory lets go."""
-        self._queue.unwritten_bytes -= sum(run[2] for run in self._unwritten)
-        self._unwritten.clear()
+        self._queue.unwritten_bytes -= self._unwritten.clear()

@@ -104,7 +104,8 @@ class AppendOp:
     A plain class with slots: one is built for every ledger with appends in every group,
     thousands a second with many topics. It lives from its first append to its group's report
     (milliseconds): what the loop and the ledger storage keep of it until the entries are written
-    behind (up to a second) are plain tuples, which the cyclic garbage collector stops tracking."""
+    behind (up to a second) are atoms in one list per ledger, which the cyclic garbage collector
+    does not track (storage.unwritten, and the ledger storage's pending runs)."""
 
     __slots__ = ("owner", "ledger_id", "first_entry", "first_offset", "datas", "offsets", "end_offset", "nbytes",
                  "fence", "seg_bytes", "future", "started_ns", "submitted_ns")

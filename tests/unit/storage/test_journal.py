@@ -418,20 +418,20 @@ def test_a_torn_journal_record_ends_the_file(tmp_path):
     assert [r.kind for r in jf.read_records(path)] == [jf.NAME]
 
 
-async def test_the_operations_of_a_round_are_released_a_slice_per_loop_turn():
-    """Releasing a round over a thousand ledgers, or a busy ledger's thousand operations, takes
-    milliseconds of the loop: PROGRESS_SLICE operations per turn, so receipts and dispatch go on
+async def test_the_entries_of_a_round_are_released_a_slice_per_loop_turn():
+    """Releasing a round over a thousand ledgers, or a busy ledger's thousands of entries, takes
+    milliseconds of the loop: PROGRESS_SLICE entries per turn, so receipts and dispatch go on
     between the slices, and every ledger is released in full."""
     from minipulsar.storage.group_commit import PROGRESS_SLICE, JournalQueue
 
     released = []
 
-    def ledger(i: int, operations: int):
-        left = {"ops": operations}
+    def ledger(i: int, held: int):
+        left = {"entries": held}
 
         def written(ledger_id, entries, limit):
-            n = min(limit, left["ops"])
-            left["ops"] -= n
+            n = min(limit, left["entries"])
+            left["entries"] -= n
             released.extend([(i, ledger_id, entries)] * n)
             return n
         return types.SimpleNamespace(commit=types.SimpleNamespace(written=written))
@@ -441,5 +441,5 @@ async def test_the_operations_of_a_round_are_released_a_slice_per_loop_turn():
     sizes = [1] * half + [3 * PROGRESS_SLICE + 7] + [2] * 50  # many ledgers, and one busy one
     queue.progress([(ledger(i, n), 7, 5) for i, n in enumerate(sizes)])
     assert released == [(i, 7, 5) for i in range(half)] + [(half, 7, 5)] * half  # the busy one cut
-    await wait_for_async(lambda: len(released) == sum(sizes), "every operation of the round to be released")
+    await wait_for_async(lambda: len(released) == sum(sizes), "every entry of the round to be released")
     assert released == [(i, 7, 5) for i, n in enumerate(sizes) for _ in range(n)]
