@@ -37,7 +37,8 @@ class UnwrittenEntries:
             if lid > ledger_id or released >= limit:
                 break
             entries, first = self._entries[lid], self._first[lid]
-            count = min(len(entries) if lid < ledger_id else written - first, limit - released)
+            reach = len(entries) if lid < ledger_id else written - first
+            count = min(reach, len(entries), limit - released)
             if count <= 0:
                 break
             freed += sum(map(len, entries[:count]))
