@@ -6,6 +6,7 @@
     python bench/many_topics.py --paced 10 --topics 1000  # 1,000 topics x 10 msg/s each: latency only
     python bench/many_topics.py --paced 10 --topics 1000 --clients 2  # the same from two client processes
     python bench/many_topics.py --topics 1 1000 --brokers minipulsar pulsar-lite null  # and the null broker
+    python bench/many_topics.py --topics 1 1000 --clients 2 --messages 100000  # two client processes
 
 One official client, one producer per topic (or one partitioned producer), every topic with a
 durable subscription; --messages (50,000) messages of --size (100) bytes are sent round-robin
@@ -18,10 +19,14 @@ printed too. The null broker is the client's ceiling at one topic, not at many: 
 its instant receipts cost the client more CPU per message (112 µs against 69 with minipulsar on
 2026-11-30), so it can be slower than minipulsar. Each throughput line gives the broker's
 CPU per message and the bench process's own CPU in cores (the official client's threads and the
-sender): near one core, the client's GIL-bound Python side is what limits the rate. With --paced R
-every topic sends R msg/s in 1 ms ticks for --seconds and only the latency is reported; --clients N
-shares the topics out among N client processes (one official client each), started together, so
-that one client's CPU is not what the latency measures.
+sender): near one core, the client's GIL-bound Python side is what limits the rate (its send_async
+and its receipt callbacks take the GIL in turn). With --paced R every topic sends R msg/s in 1 ms
+ticks for --seconds and only the latency is reported. --clients N shares the topics (and the
+messages of a throughput run, --window each) out among N client processes, one official client
+each, which start sending together: then one client's GIL is not the limit, the brokers and the
+client processes share the machine's cores, and the broker's CPU per message decides the rate.
+With fewer topics than clients, the clients send to the same topics. Client CPU is then the sum
+over the client processes.
 """
 from __future__ import annotations
 
@@ -101,9 +106,9 @@ def producers_for(client, url, args) -> list:
     return producers_on(client, [f"{base}-{i}" for i in range(args.current_topics)], args)
 
 
-def producers_on(client, names: list[str], args) -> list:
-    """A durable subscription and a producer on every topic of names."""
-    for name in names:
+def producers_on(client, names: list[str], args, subscribe: bool = True) -> list:
+    """A producer on every topic of names, and a durable subscription on each unless told not to."""
+    for name in names if subscribe else ():
         client.subscribe(name, "durable").close()  # a durable subscription on every topic
     return [client.create_producer(name, **producer_settings(args)) for name in names]
 
@@ -149,34 +154,59 @@ def throughput(url, args, around_send=contextlib.nullcontext) -> dict:
         client.close()
 
 
-def paced(url: str, args) -> dict:
-    """Every topic sends args.paced msg/s; with args.clients > 1 the topics are shared out among
-    that many client processes (one official client each), so one client's CPU is not the limit."""
+def from_shares(url: str, args, share) -> dict:
+    """The topics shared out among args.clients client processes (one official client each) that
+    start sending together. share(url, names, owner, args, ready, broker_pid) runs in each (owner:
+    it makes the durable subscriptions of names) and returns (latencies in s, failed sends, seconds
+    sending, the broker's CPU seconds when it started and ended, its own CPU seconds sending)."""
     base = topic_base()
     names = [f"{base}-{i}" for i in range(args.current_topics)]
-    shares = [names[i::args.clients] for i in range(args.clients)]
+    # with fewer topics than clients, a client without topics of its own sends to one of the others'
+    # (its owner made the durable subscription: two Exclusive subscribes at once would race)
+    shares = [(names[i::args.clients], True) if i < len(names) else ([names[i % len(names)]], False)
+              for i in range(args.clients)]
     context = multiprocessing.get_context("spawn")  # a fresh interpreter per client: no forked client threads
     with context.Manager() as manager, context.Pool(args.clients) as pool:
         ready = manager.Barrier(args.clients, timeout=600)  # a client that failed to set up breaks it, not hangs it
-        parts = pool.starmap(paced_share, [(str(url), share, args, ready) for share in shares])
-    ms = [x * 1e3 for latencies, _, _ in parts for x in latencies]
-    elapsed = max(seconds for _, _, seconds in parts)
+        parts = pool.starmap(share, [(str(url), names, owner, args, ready, url.pid) for names, owner in shares])
+    latencies, failed, seconds, broker_start, broker_end, own = zip(*parts)
+    ms = [x * 1e3 for part in latencies for x in part]
+    elapsed = max(seconds)
     return {"rate": len(ms) / elapsed, "p50": percentile(ms, 0.5), "p99": percentile(ms, 0.99),
-            "failed": sum(failed for _, failed, _ in parts), "cpu_us": float("nan"), "client_cores": float("nan")}
+            "failed": sum(failed), "cpu_us": (max(broker_end) - min(broker_start)) / max(1, len(ms)) * 1e6,
+            "client_cores": sum(own) / elapsed}
 
 
-def paced_share(url: str, names: list[str], args, ready) -> tuple[list[float], int, float]:
-    """One client process of a paced run: its topics at args.paced msg/s each, in 1 ms ticks, once
-    every client process has its producers (ready: a Barrier). Returns (latencies in s, failed
-    sends, seconds from the first send to the last receipt)."""
+def throughput_share(url: str, names: list[str], owner: bool, args, ready, broker_pid: int) -> tuple:
+    """One client process of a shared throughput run: its share of args.messages round-robin over
+    its topics, once every client process has its producers (ready: a Barrier)."""
     client = pulsar.Client(url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
-        producers = producers_on(client, names, args)
+        producers = producers_on(client, names, args, subscribe=owner)
+        sender, payload = Sender(args.window), b"x" * args.size
+        count = args.messages // args.clients
+        ready.wait()
+        cpu0, own0, start = cpu_seconds(broker_pid), own_cpu_seconds(), time.perf_counter()
+        for i in range(count):
+            sender.send(producers[i % len(producers)], payload)
+        sender.wait(count)
+        elapsed = time.perf_counter() - start
+        return sender.latencies, sender.failed, elapsed, cpu0, cpu_seconds(broker_pid), own_cpu_seconds() - own0
+    finally:
+        client.close()
+
+
+def paced_share(url: str, names: list[str], owner: bool, args, ready, broker_pid: int) -> tuple:
+    """One client process of a paced run: its topics at args.paced msg/s each, in 1 ms ticks, once
+    every client process has its producers (ready: a Barrier)."""
+    client = pulsar.Client(url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        producers = producers_on(client, names, args, subscribe=owner)
         sender, payload = Sender(args.window), b"x" * args.size
         total, per_second = int(args.paced * len(producers) * args.seconds), args.paced * len(producers)
         per_tick = max(1, per_second // 1000)
         ready.wait()
-        start = time.perf_counter()
+        cpu0, own0, start = cpu_seconds(broker_pid), own_cpu_seconds(), time.perf_counter()
         for sent in range(0, total, per_tick):
             due = start + sent / per_second
             while (now := time.perf_counter()) < due:
@@ -184,9 +214,17 @@ def paced_share(url: str, names: list[str], args, ready) -> tuple[list[float], i
             for k in range(sent, min(sent + per_tick, total)):
                 sender.send(producers[k % len(producers)], payload)
         sender.wait(total)
-        return sender.latencies, sender.failed, time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        return sender.latencies, sender.failed, elapsed, cpu0, cpu_seconds(broker_pid), own_cpu_seconds() - own0
     finally:
         client.close()
+
+
+def run(url, args) -> dict:
+    """One broker's figures: from one client in this process, or shared out among client processes."""
+    if args.paced or args.clients > 1:
+        return from_shares(url, args, paced_share if args.paced else throughput_share)
+    return throughput(url, args)
 
 
 def main() -> None:
@@ -199,12 +237,12 @@ def main() -> None:
     parser.add_argument("--batched", action="store_true")
     parser.add_argument("--paced", type=int, default=0, help="msg/s per topic: a latency run at that rate")
     parser.add_argument("--seconds", type=float, default=10.0, help="length of a --paced run")
-    parser.add_argument("--clients", type=int, default=1, help="client processes of a --paced run, the topics shared out")
+    parser.add_argument("--clients", type=int, default=1, help="client processes, the topics and messages shared out")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--brokers", nargs="+", default=["minipulsar", "pulsar-lite"], choices=list(BROKERS))
     args = parser.parse_args()
-    if args.paced and args.partitions:
-        parser.error("--paced sends to --topics, not to the partitions of one topic")
+    if (args.paced or args.clients > 1) and args.partitions:
+        parser.error("--paced and --clients send to --topics, not to the partitions of one topic")
     print("$ python bench/many_topics.py " + shlex.join(sys.argv[1:]), flush=True)
     if "null" in args.brokers:
         build_null_broker()  # cargo build --release, a no-op when up to date
@@ -215,7 +253,7 @@ def main() -> None:
         for round_ in range(args.rounds):
             for name in args.brokers:
                 with tempfile.TemporaryDirectory() as workdir, BROKERS[name](args.batched, args, workdir) as url:
-                    figures = paced(url, args) if args.paced else throughput(url, args)
+                    figures = run(url, args)
                 results.setdefault((name, count), []).append(figures)
                 print(f"{'partitions' if args.partitions else 'topics'}={count} round={round_ + 1} {name:11s} "
                       f"{figures['rate']:9.0f} msg/s  p50 {figures['p50']:7.2f} ms  p99 {figures['p99']:7.2f} ms"
