@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 
+from percentile import percentile  # bench/ is this script's folder, first on sys.path
+
 BURST_WINDOW_SECONDS = 0.25
 GROUP_BYTES = 1300  # about what the journal writes for a 1 ms group of ten 100 B messages
 
@@ -48,11 +50,6 @@ def timed_writes(folder: str, rate: int, seconds: float, size: int) -> list[tupl
     finally:
         os.close(fd)
         os.unlink(path)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def largest_burst(slow_starts: list[float]) -> int:

@@ -31,7 +31,8 @@ from pathlib import Path
 import pulsar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from disk_sync import GROUP_BYTES, percentile, summary, timed_writes  # noqa: E402
+from disk_sync import GROUP_BYTES, summary, timed_writes  # noqa: E402
+from percentile import percentile  # noqa: E402
 from perf_compare import cpu_seconds, minipulsar, own_cpu_seconds, pulsar_lite  # noqa: E402  (bench/ is not a package)
 
 BROKERS = {"minipulsar": minipulsar, "minipulsar-unsynced": functools.partial(minipulsar, sync=False),

@@ -48,6 +48,7 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from perf_compare import (build_null_broker, cpu_seconds, minipulsar, null_broker,  # noqa: E402  (bench/ is not a package)
                           own_cpu_seconds, pulsar_lite)
+from percentile import percentile  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -59,11 +60,6 @@ def null_ceiling(batched: bool, args, workdir: str):
 
 
 BROKERS = {"minipulsar": minipulsar, "pulsar-lite": pulsar_lite, "null": null_ceiling}
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 class Sender:

@@ -36,14 +36,10 @@ import pulsar
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from minipulsar.launcher import BrokerProcess  # noqa: E402
+from percentile import percentile  # noqa: E402  (bench/ is this script's folder, first on sys.path)
 
 
 LATENCY_SAMPLE_EVERY = 20
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 def run_produce(client: pulsar.Client, topic: str, n: int, size: int, batching: bool, max_pending: int) -> dict:

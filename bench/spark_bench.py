@@ -35,6 +35,7 @@ from pathlib import Path
 import pulsar
 
 from minipulsar.launcher import BrokerProcess
+from percentile import percentile  # bench/ is this script's folder, first on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -152,11 +153,6 @@ def latency(args) -> None:
             broker.stop()
 
 
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else 0.0
-
-
 def keepup(args) -> None:
     with tempfile.TemporaryDirectory() as data:
         broker = start_broker(data)
@@ -179,8 +175,8 @@ def keepup(args) -> None:
     errors = sum(1 for line in out.splitlines() if " ERROR " in line or line.startswith("ERROR"))
     print(f"example at {args.rate:g} msg/s for {args.seconds:g} s (exit {run.returncode}, {elapsed:.0f} s in all): "
           f"{published.group(1) if published else '?'} published, {sum(n for n, _ in batches)} read in "
-          f"{len(batches)} micro-batches; batch duration after the first p50 {_percentile(durations, 0.5):.0f} ms, "
-          f"p95 {_percentile(durations, 0.95):.0f} ms, max {max(durations, default=0):.0f} ms; "
+          f"{len(batches)} micro-batches; batch duration after the first p50 {percentile(durations, 0.5):.0f} ms, "
+          f"p95 {percentile(durations, 0.95):.0f} ms, max {max(durations, default=0):.0f} ms; "
           f"{behind} 'falling behind' warnings, {errors} ERROR lines, {len(out.splitlines())} lines of output")
 
 
