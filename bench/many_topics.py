@@ -138,9 +138,7 @@ def throughput(url, args, around_send=contextlib.nullcontext) -> dict:
         payload = b"x" * args.size
         with around_send():
             cpu0, own0, start = cpu_seconds(url.pid), own_cpu_seconds(), time.perf_counter()
-            for i in range(args.messages):
-                sender.send(producers[i % len(producers)], payload)
-            sender.wait(args.messages)
+            sender.wait(send_flat_out(sender, producers, payload, args.messages))
             elapsed, cpu = time.perf_counter() - start, cpu_seconds(url.pid) - cpu0
             client_cores = (own_cpu_seconds() - own0) / elapsed
         ms = [x * 1e3 for x in sender.latencies]
@@ -150,11 +148,11 @@ def throughput(url, args, around_send=contextlib.nullcontext) -> dict:
         client.close()
 
 
-def from_shares(url: str, args, share) -> dict:
+def from_shares(url: str, args) -> dict:
     """The topics shared out among args.clients client processes (one official client each) that
-    start sending together. share(url, names, owner, args, ready, broker_pid) runs in each (owner:
-    it makes the durable subscriptions of names) and returns (latencies in s, failed sends, seconds
-    sending, the broker's CPU seconds when it started and ended, its own CPU seconds sending)."""
+    start sending together. client_share(url, names, owner, args, ready, broker_pid) runs in each
+    (owner: it makes the durable subscriptions of names) and returns (latencies in s, failed sends,
+    seconds sending, the broker's CPU seconds when it started and ended, its own CPU seconds)."""
     base = topic_base()
     names = [f"{base}-{i}" for i in range(args.current_topics)]
     # with fewer topics than clients, a client without topics of its own sends to one of the others'
@@ -164,7 +162,7 @@ def from_shares(url: str, args, share) -> dict:
     context = multiprocessing.get_context("spawn")  # a fresh interpreter per client: no forked client threads
     with context.Manager() as manager, context.Pool(args.clients) as pool:
         ready = manager.Barrier(args.clients, timeout=600)  # a client that failed to set up breaks it, not hangs it
-        parts = pool.starmap(share, [(str(url), names, owner, args, ready, url.pid) for names, owner in shares])
+        parts = pool.starmap(client_share, [(str(url), names, owner, args, ready, url.pid) for names, owner in shares])
     latencies, failed, seconds, broker_start, broker_end, own = zip(*parts)
     ms = [x * 1e3 for part in latencies for x in part]
     elapsed = max(seconds)
@@ -173,53 +171,51 @@ def from_shares(url: str, args, share) -> dict:
             "client_cores": sum(own) / elapsed}
 
 
-def throughput_share(url: str, names: list[str], owner: bool, args, ready, broker_pid: int) -> tuple:
-    """One client process of a shared throughput run: its share of args.messages round-robin over
-    its topics, once every client process has its producers (ready: a Barrier)."""
+def client_share(url: str, names: list[str], owner: bool, args, ready, broker_pid: int) -> tuple:
+    """One client process of a shared run: producers on its topics, then, once every client process
+    has its producers (ready: a Barrier), its share of args.messages as fast as the window lets it
+    or, with args.paced, args.paced msg/s on each topic in 1 ms ticks."""
     client = pulsar.Client(url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
         producers = producers_on(client, names, args, subscribe=owner)
         sender, payload = Sender(args.window), b"x" * args.size
-        count = args.messages // args.clients
         ready.wait()
         cpu0, own0, start = cpu_seconds(broker_pid), own_cpu_seconds(), time.perf_counter()
-        for i in range(count):
-            sender.send(producers[i % len(producers)], payload)
-        sender.wait(count)
+        if args.paced:
+            sent = send_paced(sender, producers, payload, args.paced, args.seconds, start)
+        else:
+            sent = send_flat_out(sender, producers, payload, args.messages // args.clients)
+        sender.wait(sent)
         elapsed = time.perf_counter() - start
         return sender.latencies, sender.failed, elapsed, cpu0, cpu_seconds(broker_pid), own_cpu_seconds() - own0
     finally:
         client.close()
 
 
-def paced_share(url: str, names: list[str], owner: bool, args, ready, broker_pid: int) -> tuple:
-    """One client process of a paced run: its topics at args.paced msg/s each, in 1 ms ticks, once
-    every client process has its producers (ready: a Barrier)."""
-    client = pulsar.Client(url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-    try:
-        producers = producers_on(client, names, args, subscribe=owner)
-        sender, payload = Sender(args.window), b"x" * args.size
-        total, per_second = int(args.paced * len(producers) * args.seconds), args.paced * len(producers)
-        per_tick = max(1, per_second // 1000)
-        ready.wait()
-        cpu0, own0, start = cpu_seconds(broker_pid), own_cpu_seconds(), time.perf_counter()
-        for sent in range(0, total, per_tick):
-            due = start + sent / per_second
-            while (now := time.perf_counter()) < due:
-                time.sleep(min(due - now, 0.0005))  # pacing the sender, not waiting on the broker
-            for k in range(sent, min(sent + per_tick, total)):
-                sender.send(producers[k % len(producers)], payload)
-        sender.wait(total)
-        elapsed = time.perf_counter() - start
-        return sender.latencies, sender.failed, elapsed, cpu0, cpu_seconds(broker_pid), own_cpu_seconds() - own0
-    finally:
-        client.close()
+def send_flat_out(sender: Sender, producers: list, payload: bytes, count: int) -> int:
+    """count messages round-robin over the producers, as fast as the window lets them go."""
+    for i in range(count):
+        sender.send(producers[i % len(producers)], payload)
+    return count
+
+
+def send_paced(sender: Sender, producers: list, payload: bytes, rate: int, seconds: float, start: float) -> int:
+    """rate msg/s on each producer for seconds from start (perf_counter), in 1 ms ticks."""
+    total, per_second = int(rate * len(producers) * seconds), rate * len(producers)
+    per_tick = max(1, per_second // 1000)
+    for sent in range(0, total, per_tick):
+        due = start + sent / per_second
+        while (now := time.perf_counter()) < due:
+            time.sleep(min(due - now, 0.0005))  # pacing the sender, not waiting on the broker
+        for k in range(sent, min(sent + per_tick, total)):
+            sender.send(producers[k % len(producers)], payload)
+    return total
 
 
 def run(url, args) -> dict:
     """One broker's figures: from one client in this process, or shared out among client processes."""
     if args.paced or args.clients > 1:
-        return from_shares(url, args, paced_share if args.paced else throughput_share)
+        return from_shares(url, args)
     return throughput(url, args)
 
 
