@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Callable
 
 from . import journal_format as jf
@@ -50,15 +49,19 @@ UNWRITTEN_LIMIT_BYTES = 256 << 20
 PROGRESS_SLICE = 200
 
 
-@dataclass
 class BatchOutcome:
     """What one reported group did for a ledger: durable runs in order (AppendOps: ledger_id,
     first_entry, offsets, end_offset), ledgers created (their first entry became durable),
-    ledgers sealed by that (id, seal time ms)."""
+    ledgers sealed by that (id, seal time ms). One is built for every ledger in every reported
+    group, thousands a second over many topics: a plain class with slots builds in half the
+    time of a dataclass with default factories."""
 
-    durable: list[AppendOp] = field(default_factory=list)
-    created: list[int] = field(default_factory=list)
-    sealed: list[tuple[int, int]] = field(default_factory=list)
+    __slots__ = ("durable", "created", "sealed")
+
+    def __init__(self) -> None:
+        self.durable: list[AppendOp] = []
+        self.created: list[int] = []
+        self.sealed: list[tuple[int, int]] = []
 
 
 def completer(future: asyncio.Future, what: str) -> Callable[[BaseException | None], None]:

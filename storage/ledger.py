@@ -37,7 +37,7 @@ from .errors import CursorError, LedgerClosedError, StorageError
 from .group_commit import BatchOutcome, GroupCommit, JournalQueue
 from .journal import JournalLedger
 from .ledger_map import LedgerInfo, LedgerMap
-from .position import EARLIEST, Position
+from .position import EARLIEST, Position, make_position
 from .write_latency import WriteLatency
 
 if TYPE_CHECKING:
@@ -75,7 +75,9 @@ class ManagedLedger:
         self._state = _OPEN
         self._map = LedgerMap()  # loop-side, durable entries only
         self._lac = Position(0, -1)
-        self._listeners: list[Callable[[], None]] = []
+        # a tuple, replaced on the rare add or remove: _publish runs per reported group and
+        # iterates it as it is (a listener added or removed by a listener waits for the next group)
+        self._listeners: tuple[Callable[[], None], ...] = ()
         self._retention = retention  # (minutes, MB) overriding the config's
         self._current_created_ms = int(time.time() * 1000)  # when the current ledger began (this process)
         self._cache_budget = cache_budget or CacheBudget(config)  # shared by the factory's ledgers
@@ -141,8 +143,8 @@ class ManagedLedger:
             info.end_offset = res.end_offset
         if outcome.durable:
             last = outcome.durable[-1]
-            self._lac = Position(last.ledger_id, last.first_entry + len(last.offsets) - 1)
-            for cb in list(self._listeners):
+            self._lac = make_position((last.ledger_id, last.first_entry + len(last.offsets) - 1))
+            for cb in self._listeners:
                 try:
                     cb()
                 except Exception:
@@ -153,11 +155,13 @@ class ManagedLedger:
     # -- listeners ---------------------------------------------------------------
     def add_entry_listener(self, cb: Callable[[], None]) -> None:
         """``cb()`` runs on the loop each time new entries become readable."""
-        self._listeners.append(cb)
+        self._listeners += (cb,)
 
     def remove_entry_listener(self, cb: Callable[[], None]) -> None:
-        if cb in self._listeners:
-            self._listeners.remove(cb)
+        listeners = list(self._listeners)
+        if cb in listeners:
+            listeners.remove(cb)
+            self._listeners = tuple(listeners)
 
     # -- state -------------------------------------------------------------------
     @property
