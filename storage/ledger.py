@@ -76,7 +76,7 @@ class ManagedLedger:
         self._map = LedgerMap()  # loop-side, durable entries only
         self._lac = Position(0, -1)
         # a tuple, replaced on the rare add or remove: _publish runs per reported group and
-        # iterates it as it is (a listener added or removed by a listener waits for the next group)
+        # iterates it as it is (a listener added or removed by another takes effect from the next group)
         self._listeners: tuple[Callable[[], None], ...] = ()
         self._retention = retention  # (minutes, MB) overriding the config's
         self._current_created_ms = int(time.time() * 1000)  # when the current ledger began (this process)
