@@ -140,10 +140,8 @@ def throughput(url, args, around_send=contextlib.nullcontext) -> dict:
             cpu0, own0, start = cpu_seconds(url.pid), own_cpu_seconds(), time.perf_counter()
             sender.wait(send_flat_out(sender, producers, payload, args.messages))
             elapsed, cpu = time.perf_counter() - start, cpu_seconds(url.pid) - cpu0
-            client_cores = (own_cpu_seconds() - own0) / elapsed
-        ms = [x * 1e3 for x in sender.latencies]
-        return {"rate": len(ms) / elapsed, "p50": percentile(ms, 0.5), "p99": percentile(ms, 0.99),
-                "failed": sender.failed, "cpu_us": cpu / max(1, len(ms)) * 1e6, "client_cores": client_cores}
+            client_cpu = own_cpu_seconds() - own0
+        return figures(sender.latencies, elapsed, sender.failed, cpu, client_cpu)
     finally:
         client.close()
 
@@ -164,11 +162,16 @@ def from_shares(url: str, args) -> dict:
         ready = manager.Barrier(args.clients, timeout=600)  # a client that failed to set up breaks it, not hangs it
         parts = pool.starmap(client_share, [(str(url), names, owner, args, ready, url.pid) for names, owner in shares])
     latencies, failed, seconds, broker_start, broker_end, own = zip(*parts)
-    ms = [x * 1e3 for part in latencies for x in part]
-    elapsed = max(seconds)
-    return {"rate": len(ms) / elapsed, "p50": percentile(ms, 0.5), "p99": percentile(ms, 0.99),
-            "failed": sum(failed), "cpu_us": (max(broker_end) - min(broker_start)) / max(1, len(ms)) * 1e6,
-            "client_cores": sum(own) / elapsed}
+    return figures([x for part in latencies for x in part], max(seconds), sum(failed),
+                   max(broker_end) - min(broker_start), sum(own))
+
+
+def figures(latencies: list[float], elapsed: float, failed: int, broker_cpu: float, client_cpu: float) -> dict:
+    """A run's line: latencies in s of the receipts, seconds from the first send to the last
+    receipt, failed sends, and the broker's and the clients' CPU seconds meanwhile."""
+    ms = [x * 1e3 for x in latencies]
+    return {"rate": len(ms) / elapsed, "p50": percentile(ms, 0.5), "p99": percentile(ms, 0.99), "failed": failed,
+            "cpu_us": broker_cpu / max(1, len(ms)) * 1e6, "client_cores": client_cpu / elapsed}
 
 
 def client_share(url: str, names: list[str], owner: bool, args, ready, broker_pid: int) -> tuple:
