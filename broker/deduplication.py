@@ -26,13 +26,12 @@ Source: Pulsar MessageDeduplication (isDuplicate, recoverSequenceIdsMap, takeSna
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING, Callable
 
 from minipulsar.broker.entry_info import entry_info
-from minipulsar.storage import ManagedCursor, Position
+from minipulsar.storage import Durability, ManagedCursor, Position
 
 if TYPE_CHECKING:
     from minipulsar.storage import ManagedLedger
@@ -59,7 +58,7 @@ class MessageDeduplication:
         self.pushed: dict[str, int] = {}
         self.persisted: dict[str, int] = {}
         self._last_position: dict[str, tuple[int, Position]] = {}  # name -> (sequence id, position)
-        self._in_flight: dict[tuple[str, int], tuple[Position, asyncio.Future]] = {}
+        self._in_flight: dict[tuple[str, int], tuple[Position, Durability]] = {}
         self._since_snapshot = 0
         self._last_durable: Position | None = None
 
@@ -103,10 +102,10 @@ class MessageDeduplication:
         return self.pushed.get(producer_name, -1)
 
     def append(self, producer_name: str, sequence_id: int, highest_sequence_id: int, data: bytes,
-               append: Callable[[bytes], tuple[Position, asyncio.Future]]) -> tuple[Position, asyncio.Future]:
-        """append(data) unless the SEND is a duplicate. Returns (position, durable future) as
+               append: Callable[[bytes], tuple[Position, Durability]]) -> tuple[Position, Durability]:
+        """append(data) unless the SEND is a duplicate. Returns (position, Durability) as
         PersistentTopic.append does: for a duplicate of an entry still being written, the
-        original's; for one already durable, its position when known (else -1:-1) and a done future."""
+        original's; for one already durable, its position when known (else -1:-1) and a settled Durability."""
         if producer_name.startswith(self.replicator_prefix):
             metadata = entry_info(data).metadata
             if metadata is not None:
@@ -123,7 +122,7 @@ class MessageDeduplication:
         durable.add_done_callback(lambda f: self._durable(f, key, highest, position))
         return position, durable
 
-    def _durable(self, future: asyncio.Future, key: tuple[str, int], highest: int, position: Position) -> None:
+    def _durable(self, future: Durability, key: tuple[str, int], highest: int, position: Position) -> None:
         producer_name, sequence_id = key
         if self._in_flight.get(key, (None, None))[1] is future:
             del self._in_flight[key]
@@ -137,15 +136,15 @@ class MessageDeduplication:
             self._last_position[producer_name] = (sequence_id, position)
         self._entry_durable(position)
 
-    def _duplicate(self, producer_name: str, sequence_id: int) -> tuple[Position, asyncio.Future]:
+    def _duplicate(self, producer_name: str, sequence_id: int) -> tuple[Position, Durability]:
         in_flight = self._in_flight.get((producer_name, sequence_id))
         if in_flight is not None:
             log.debug("duplicate of in-flight %s/%d: answered when the original is durable", producer_name, sequence_id)
             return in_flight
         last = self._last_position.get(producer_name)
         log.debug("duplicate %s/%d not stored", producer_name, sequence_id)
-        done = asyncio.get_running_loop().create_future()
-        done.set_result(None)
+        done = Durability()
+        done.settle()
         if last is not None and last[0] == sequence_id:
             return last[1], done
         return UNKNOWN_POSITION, done

@@ -9,7 +9,6 @@ Source: PIP-2, Pulsar NonPersistentTopic and NonPersistentSubscription.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -27,7 +26,7 @@ from minipulsar.broker.consumer_counters import ConsumerCounters
 from minipulsar.broker.subscription import (SUB_TYPE_NAMES, LastMessageId, SubType,
                                             check_admission, key_shared_selector, leave_for_unsubscribe)
 from minipulsar.broker.topic_name import TopicName
-from minipulsar.storage import EARLIEST, Entry, Position
+from minipulsar.storage import EARLIEST, Durability, Entry, Position
 
 if TYPE_CHECKING:
     from minipulsar.broker.consumer import Consumer
@@ -158,8 +157,8 @@ class NonPersistentTopic(AbstractTopic):
         self.deduplication = None
         self.terminated_at = None
         self.last_active = time.monotonic()  # broker/inactive_topics.py
-        self._receipt = asyncio.get_running_loop().create_future()
-        self._receipt.set_result(None)
+        self._receipt = Durability()
+        self._receipt.settle()
 
     def __repr__(self) -> str:
         return f"NonPersistentTopic({self.name})"
@@ -169,8 +168,8 @@ class NonPersistentTopic(AbstractTopic):
         """A non-persistent topic cannot be terminated."""
 
     def append(self, data: bytes, producer_name: str | None = None, sequence_id: int = 0,
-               highest_sequence_id: int = 0) -> tuple[Position, asyncio.Future]:
-        """Hand the message to every subscription now; returns (0, 0) and a done future: the
+               highest_sequence_id: int = 0) -> tuple[Position, Durability]:
+        """Hand the message to every subscription now; returns (0, 0) and a settled Durability: the
         receipt does not wait for consumers (Pulsar NonPersistentTopic.publishMessage)."""
         entry = Entry(RECEIPT_POSITION, data)
         info = entry_info(data)

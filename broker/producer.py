@@ -10,7 +10,6 @@ that each receipt's sequence id is the oldest one pending.
 """
 from __future__ import annotations
 
-import asyncio
 import collections
 import logging
 import time
@@ -21,7 +20,7 @@ from minipulsar.broker.errors import BrokerError
 from minipulsar.broker.stats_rates import RateMeter
 from minipulsar.broker.stats_shapes import PUBLISHER_ZERO, average_size
 from minipulsar.proto import PulsarApi_pb2 as api
-from minipulsar.storage import Position
+from minipulsar.storage import Durability, Position
 
 if TYPE_CHECKING:
     from minipulsar.broker.connection_protocols import ProducerConnection
@@ -43,13 +42,7 @@ class PendingPublish:
     done: bool = False
     position: Position | None = None
     error: BaseException | None = None
-    durable: asyncio.Future | None = None  # the group commit's future (shared by its appends)
-
-
-def _failure(future: asyncio.Future) -> BaseException | None:
-    if future.cancelled():
-        return asyncio.CancelledError()
-    return future.exception()
+    durable: Durability | None = None  # its share of a group commit (shared by the share's appends)
 
 
 class Producer:
@@ -74,7 +67,7 @@ class Producer:
         self.bytes_in = 0
         self.rates = RateMeter(2)  # msg/s, bytes/s of msg_in, bytes_in (the broker's stats timer)
         self._pending: collections.deque[PendingPublish] = collections.deque()
-        self._watched: asyncio.Future | None = None  # the last group-commit future with our callback
+        self._watched: Durability | None = None  # the last group-commit share with our callback
 
     def __repr__(self) -> str:
         return f"Producer({self.name!r}, id={self.producer_id}, topic={self.topic.name})"
@@ -106,12 +99,13 @@ class Producer:
             return
         if pending.durable.done():  # a duplicate, or a non-persistent topic: answer now, in order
             self._answer_ready()
-        # One done-callback per group commit, not one per SEND: its appends share the future.
+        # One done-callback per group commit share, not one per SEND: its appends share the
+        # Durability, whose callbacks run in the turn that hears the journal's report.
         elif pending.durable is not self._watched:
             self._watched = pending.durable
             pending.durable.add_done_callback(self._durable)
 
-    def _durable(self, _future: asyncio.Future) -> None:
+    def _durable(self, _durable: Durability) -> None:
         self._answer_ready()
 
     def _answer_ready(self) -> None:
@@ -123,7 +117,7 @@ class Producer:
             if not head.done:
                 if not head.durable.done():
                     return
-                self._settle(head, _failure(head.durable))
+                self._settle(head, head.durable.exception())
             pending.popleft()
             self._answer(head)
 

@@ -20,10 +20,10 @@ from minipulsar.broker.errors import (NotAllowedError, PersistenceFailedError, S
                                       SubscriptionNotFoundError, TopicTerminatedError)
 from minipulsar.broker.replication import TopicReplication, last_data_position
 from minipulsar.broker.specs import SubscriptionSpec
-from minipulsar.broker.stats_shapes import TOPIC_ZERO, average_size
+from minipulsar.broker.stats_shapes import TOPIC_ZERO
 from minipulsar.broker.subscription import Subscription, SubType
 from minipulsar.broker.topic_name import TopicName
-from minipulsar.storage import LedgerClosedError, ManagedLedger, PersistenceError, Position
+from minipulsar.storage import Durability, LedgerClosedError, ManagedLedger, PersistenceError, Position
 
 if TYPE_CHECKING:
     from minipulsar.broker.producer import Producer
@@ -112,17 +112,17 @@ class PersistentTopic(AbstractTopic):
 
     # ---- publishing (producers by name: broker/abstract_topic.py) ----------------------------
     def append(self, data: bytes, producer_name: str | None = None, sequence_id: int = 0,
-               highest_sequence_id: int = 0) -> tuple[Position, asyncio.Future]:
-        """Queue one entry: its position and a future done when it is durable (storage
-        PersistenceError on failure). Raises ServiceNotReadyError when the ledger is closed.
+               highest_sequence_id: int = 0) -> tuple[Position, Durability]:
+        """Queue one entry: its position and the storage Durability of its group commit share,
+        settled when it is durable (storage PersistenceError on failure). Raises ServiceNotReadyError when the ledger is closed.
         With deduplication on and a producer name given, a duplicate is not appended: the answer is
-        the original's position and durability, or (-1, -1) and a done future when the original is
+        the original's position and Durability, or (-1, -1) and a settled one when the original is
         durable and its position unknown (broker/deduplication.py)."""
         if self.deduplication is not None and producer_name is not None:
             return self.deduplication.append(producer_name, sequence_id, highest_sequence_id, data, self._append_entry)
         return self._append_entry(data)
 
-    def _append_entry(self, data: bytes) -> tuple[Position, asyncio.Future]:
+    def _append_entry(self, data: bytes) -> tuple[Position, Durability]:
         self.check_not_terminated()
         try:
             appended = self.ledger.append(data)
@@ -135,7 +135,7 @@ class PersistentTopic(AbstractTopic):
         """Append one entry; returns its position once durable; raises PersistenceFailedError."""
         position, durable = self.append(data)
         try:
-            await asyncio.shield(durable)  # shared with other appends: cancelling us must not fail them
+            await durable  # a cancelled caller cancels its own waiter, not the appends sharing its group
         except PersistenceError as exc:
             raise PersistenceFailedError(str(exc)) from exc
         return position

@@ -3,19 +3,21 @@
 Each managed ledger has a GroupCommit: ``append`` numbers the entry (rolling over to a new
 ledger at ``max_entries_per_ledger`` / ``max_size_per_ledger_mb``), gives it its segment
 offset, adds it to the pending operation of its ledger and returns that operation's shared
-future. One JournalQueue per factory gathers the pending operations of every ledger that has
+Durability. One JournalQueue per factory gathers the pending operations of every ledger that has
 some into ONE group for the journal (storage.journal), a turn of the loop after the first of
 them (so what the sockets received meanwhile joins it): a thousand ledgers with a message each
 cost one write and one sync.
 A ledger keeps at most one operation in flight (appends arriving meanwhile wait for the next
 group), so a failed write never leaves a gap behind an entry that succeeded.
 
-The journal reports a group once: its appends are resolved (or failed with PersistenceError),
-and the managed ledger publishes the durable entries (``on_batch``). Durable entries stay in
-memory (storage.unwritten) until the ledger storage thread reports them written into their
-segment, and reads of them are served from there meanwhile (``unwritten``). A failed write
-renumbers from what is durable when the journal cut it off again (no room), or moves the ledger
-to a new ledger, fencing the old one at its last durable entry (any other error, such as EIO).
+The journal reports a group once: the managed ledger publishes the durable entries
+(``on_batch``), then each ledger's share is settled (storage.durability: its callbacks, such as
+a producer's receipts, run in that turn of the loop) or failed with PersistenceError. Durable
+entries stay in memory (storage.unwritten) until the ledger storage thread reports them written
+into their segment, and reads of them are served from there meanwhile (``unwritten``). A failed
+write renumbers from what is durable when the journal cut it off again (no room), or moves the
+ledger to a new ledger, fencing the old one at its last durable entry (any other error, such as
+EIO).
 Pulsar: ``ManagedLedgerImpl.pendingAddEntries`` / ``OpAddEntry``, with BookKeeper's journal
 group commit behind them.
 """
@@ -29,6 +31,7 @@ from typing import Callable
 from . import journal_format as jf
 from . import segment
 from .config import ManagedLedgerConfig
+from .durability import Durability
 from .entry_cache import EntryCache
 from .errors import LedgerClosedError, PersistenceError
 from .journal import AppendOp, CheckpointOp, ControlOp, GroupReport, JournalLedger
@@ -47,21 +50,6 @@ UNWRITTEN_LIMIT_BYTES = 256 << 20
 # behind 10,000 msg/s holds ten thousand, on one topic or over a thousand ledgers, where each
 # ledger's call costs more than its entries).
 PROGRESS_SLICE = 200
-
-
-class BatchOutcome:
-    """What one reported group did for a ledger: durable runs in order (AppendOps: ledger_id,
-    first_entry, offsets, end_offset), ledgers created (their first entry became durable),
-    ledgers sealed by that (id, seal time ms). One is built for every ledger in every reported
-    group, thousands a second over many topics: a plain class with slots builds in half the
-    time of a dataclass with default factories."""
-
-    __slots__ = ("durable", "created", "sealed")
-
-    def __init__(self) -> None:
-        self.durable: list[AppendOp] = []
-        self.created: list[int] = []
-        self.sealed: list[tuple[int, int]] = []
 
 
 def completer(future: asyncio.Future, what: str) -> Callable[[BaseException | None], None]:
@@ -137,18 +125,20 @@ class JournalQueue:
         await future
 
     def report(self, report: GroupReport) -> None:
-        """A group was written or failed (journal thread -> loop)."""
-        by_commit: dict[GroupCommit, list] = {}
+        """A group was written or failed (journal thread -> loop). A ledger's operations in it are
+        the ones it had in flight, next to each other (_kick takes them together, and the journal
+        merges submitted groups whole): each ledger hears once, with no list built for it."""
+        error, last = report.error, None
         for op in report.ops:
             if type(op) is CheckpointOp:
-                if report.error is not None:
-                    op.done(report.error)
-            elif op.owner.commit is not None:
-                by_commit.setdefault(op.owner.commit, []).append(op)
-            elif report.error is not None:  # a standalone DELETE that was never written
-                op.done(report.error)
-        for commit, ops in by_commit.items():
-            commit.reported(ops, report.error, report.fenced)
+                if error is not None:
+                    op.done(error)
+            elif op.owner.commit is None:
+                if error is not None:  # a standalone DELETE that was never written
+                    op.done(error)
+            elif op.owner.commit is not last:
+                last = op.owner.commit
+                last.reported(error, report.fenced)
 
     def progress(self, written: list, start: int = 0) -> None:
         """The ledger storage wrote these (owner, ledger id, entries written) (storage thread -> loop),
@@ -171,11 +161,13 @@ class GroupCommit:
 
     ``ledgers`` is the ledger's map (durable entries; read to renumber after a failure);
     ``cache`` gets every appended entry (and loses those whose write failed);
-    ``on_batch(outcome)`` runs once per reported group that made entries durable.
+    ``on_batch(ops)`` runs once per reported group that made entries durable, with this ledger's
+    operations of it in order (AppendOps: ledger_id, first_entry, offsets, end_offset; ControlOps
+    to skip), before their appends are settled.
     """
 
     def __init__(self, name: str, owner: JournalLedger, config: ManagedLedgerConfig, ledgers: LedgerMap,
-                 cache: EntryCache, queue: JournalQueue, on_batch: Callable[[BatchOutcome], None]) -> None:
+                 cache: EntryCache, queue: JournalQueue, on_batch: Callable[[list], None]) -> None:
         self.name = name
         self.owner = owner
         owner.commit = self
@@ -207,12 +199,11 @@ class GroupCommit:
         self._append_ledger = ledger_id
 
     # -- appends -------------------------------------------------------------
-    def append(self, data: bytes) -> tuple[Position, asyncio.Future]:
-        """Queue ``data`` without waiting: returns its Position and a future that completes (None)
-        once the entry is durable, or fails with PersistenceError. Many appends share one future
-        (one per group), so callers on a hot path add a done-callback instead of creating a task
-        per entry; an awaiting caller shields it (``asyncio.shield``), as cancelling it would fail
-        every other append of its group. Raises LedgerClosedError when closed.
+    def append(self, data: bytes) -> tuple[Position, Durability]:
+        """Queue ``data`` without waiting: returns its Position and the Durability of its share of
+        the next group, settled (None) once the entry is durable or failed with PersistenceError.
+        The appends of a group share it, so callers on a hot path add a done-callback (run in the
+        report's turn) instead of creating a task per entry. Raises LedgerClosedError when closed.
         """
         if self.closing:
             raise LedgerClosedError(f"managed ledger {self.name} is closed")
@@ -225,7 +216,7 @@ class GroupCommit:
         tail = self._tail
         if tail is None or tail.ledger_id != ledger_id:
             tail = self._tail = AppendOp(self.owner, ledger_id, entry_id, self._append_offset,
-                                         self._loop.create_future(), time.monotonic_ns(), self._fence)
+                                         Durability(), time.monotonic_ns(), self._fence)
             self._fence = ()
             self._pending.append(tail)
             if self._in_flight is None:
@@ -235,7 +226,7 @@ class GroupCommit:
         self._append_bytes += len(data)
         self._append_offset = tail.end_offset
         self._cache.add(ledger_id, entry_id, data)
-        return make_position((ledger_id, entry_id)), tail.future  # per entry: the fast constructor
+        return make_position((ledger_id, entry_id)), tail.durability  # per entry: the fast constructor
 
     def _roll(self, ledger_id: int) -> None:
         """The next append starts ledger_id (the storage thread seals the one before)."""
@@ -271,9 +262,9 @@ class GroupCommit:
         return self._latency.snapshot()
 
     # -- reports -------------------------------------------------------------
-    def reported(self, ops: list, error: OSError | None, fenced: bool) -> None:
+    def reported(self, error: OSError | None, fenced: bool) -> None:
         """The journal wrote (or failed) this ledger's operations in flight."""
-        self._in_flight = None
+        ops, self._in_flight = self._in_flight, None
         if error is None:
             self._durable(ops)
         else:
@@ -285,38 +276,33 @@ class GroupCommit:
 
     def _durable(self, ops: list) -> None:
         now = time.monotonic_ns()
-        outcome = BatchOutcome()
-        current = self._map.current_id
+        appended = False
         for op in ops:
             if type(op) is ControlOp:
                 continue  # its done() runs once the ledger storage acted on it
-            if op.ledger_id != current:
-                outcome.sealed.append((current, int(time.time() * 1000)))
-                outcome.created.append(op.ledger_id)
-                current = op.ledger_id
-            outcome.durable.append(op)
+            appended = True
             entries = len(op.datas)
             self.entries_added += entries
             self._latency.record(op.started_ns, op.submitted_ns, now, entries)
             self._unwritten.add(op.ledger_id, op.first_entry, op.datas)
             self._queue.unwritten_bytes += op.nbytes
-            op.future.set_result(None)
-            op.future = None  # its waiters hold the future
-        if outcome.durable:
-            self._on_batch(outcome)
+        if appended:
+            self._on_batch(ops)  # readable first: a receipt never names an entry a read cannot find
+            for op in ops:
+                if type(op) is AppendOp:
+                    op.durability.settle()
 
     def _failed(self, ops: list, error: OSError, fenced: bool) -> None:
         """Fail the operations and every queued append (their ids are now wrong); continue from
-        the last durable entry, or on a new ledger that fences the old ones."""
+        the last durable entry, or on a new ledger that fences the old ones. The appends are
+        settled last, so their callbacks (which may append again) find the ledger renumbered."""
         failed = ops + self._pending
         self._pending, self._tail = [], None
         for op in failed:
             if type(op) is ControlOp:
                 op.done(error)
-                continue
-            self.add_entry_errors += len(op.datas)
-            if not op.future.done():
-                op.future.set_exception(PersistenceError(f"append to {self.name} failed: {error}"))
+            else:
+                self.add_entry_errors += len(op.datas)
         current = self._map.ledgers[self._map.current_id]
         if fenced:
             self.fenced_ledgers.append(current.ledger_id)
@@ -329,6 +315,9 @@ class GroupCommit:
             self._append_ledger, self._append_next = current.ledger_id, current.entries
             self._append_bytes, self._append_offset = current.data_bytes, current.end_offset
         self._cache.truncate(current.ledger_id, current.entries)
+        for op in failed:
+            if type(op) is AppendOp:
+                op.durability.settle(PersistenceError(f"append to {self.name} failed: {error}"))
 
     # -- entries durable, not yet in their segment --------------------------------
     def written(self, ledger_id: int, entries: int, limit: int) -> int:

@@ -99,8 +99,9 @@ class AppendOp:
     `offsets`, the segment's end after them in end_offset). seg_bytes: their segment records
     joined, set when the group is encoded (the ledger storage's round so writes one buffer per
     operation, not two per entry); fence: (ledger id, entries it keeps) pairs the journal writes
-    as SEAL records first. future (done once durable, or failed; None once durable), started_ns
-    and submitted_ns (first append, hand-over to the journal: the write latency) are the loop's.
+    as SEAL records first. durability (storage.durability: settled once durable, or failed),
+    started_ns and submitted_ns (first append, hand-over to the journal: the write latency) are
+    the loop's.
     A plain class with slots: one is built for every ledger with appends in every group,
     thousands a second with many topics. It lives from its first append to its group's report
     (milliseconds): what the loop and the ledger storage keep of it until the entries are written
@@ -108,10 +109,10 @@ class AppendOp:
     does not track (storage.unwritten, and the ledger storage's pending runs)."""
 
     __slots__ = ("owner", "ledger_id", "first_entry", "first_offset", "datas", "offsets", "end_offset", "nbytes",
-                 "fence", "seg_bytes", "future", "started_ns", "submitted_ns")
+                 "fence", "seg_bytes", "durability", "started_ns", "submitted_ns")
 
     def __init__(self, owner: JournalLedger, ledger_id: int, first_entry: int, first_offset: int,
-                 future=None, started_ns: int = 0, fence: tuple[tuple[int, int], ...] = ()) -> None:
+                 durability=None, started_ns: int = 0, fence: tuple[tuple[int, int], ...] = ()) -> None:
         self.owner = owner
         self.ledger_id = ledger_id
         self.first_entry = first_entry
@@ -121,7 +122,7 @@ class AppendOp:
         self.nbytes = 0
         self.fence = fence
         self.seg_bytes = b""
-        self.future = future
+        self.durability = durability
         self.started_ns = started_ns
         self.submitted_ns = 0
 

@@ -33,9 +33,10 @@ from .cursor_container import CursorContainer
 from .entry import Entry
 from .entry_cache import CacheBudget, EntryCache
 from .entry_reader import EntryReader
+from .durability import Durability
 from .errors import CursorError, LedgerClosedError, StorageError
-from .group_commit import BatchOutcome, GroupCommit, JournalQueue
-from .journal import JournalLedger
+from .group_commit import GroupCommit, JournalQueue
+from .journal import ControlOp, JournalLedger
 from .ledger_map import LedgerInfo, LedgerMap
 from .position import EARLIEST, Position, make_position
 from .write_latency import WriteLatency
@@ -60,7 +61,7 @@ class ManagedLedger:
     # method would add a Python call layer to each. Contracts: GroupCommit.append,
     # LedgerMap.next_valid_position, EntryReader.read_entries. (A cursor computes on the
     # LedgerMap itself, so its per-ack calls skip even the instance-attribute lookup.)
-    append: Callable[[bytes], tuple[Position, asyncio.Future]]
+    append: Callable[[bytes], tuple[Position, Durability]]
     next_valid_position: Callable[[Position], Position]
     read_entries: Callable[..., Awaitable[list[Entry]]]
 
@@ -120,36 +121,40 @@ class ManagedLedger:
         Raises LedgerClosedError when closed, PersistenceError when the write failed.
         """
         position, durable = self.append(data)
-        await asyncio.shield(durable)  # shared by the chunk: a cancelled caller must not cancel it
+        await durable  # a cancelled caller cancels its own waiter, not the appends it shares a group with
         return position
 
     async def wait_journaled(self) -> None:
         """Wait until every append, trim and delete queued so far is journaled (or failed)."""
         await self._commit.idle()
 
-    def _publish(self, outcome: BatchOutcome) -> None:
-        """Group-commit callback, once per batch written (on the loop, after its appends were
-        resolved or failed): new and sealed ledgers and the durable entries go into the ledger
-        map, the last confirmed position moves, entry listeners run, a roll-over trims."""
-        ledgers = self._map.ledgers
-        for lid in outcome.created:
-            self._map.start_ledger(lid)
-            self._current_created_ms = int(time.time() * 1000)
-        for lid, sealed_at_ms in outcome.sealed:
-            ledgers[lid].sealed_at_ms = sealed_at_ms
-        for res in outcome.durable:
-            info = ledgers[res.ledger_id]
-            info.offsets.extend(res.offsets)
-            info.end_offset = res.end_offset
-        if outcome.durable:
-            last = outcome.durable[-1]
+    def _publish(self, ops: list) -> None:
+        """Group-commit callback, once per group that made entries of this ledger durable, before
+        their appends are settled. ops: this ledger's operations of the group in order (AppendOps;
+        ControlOps are skipped). The entries go into the ledger map (the first entry of a new
+        ledger seals the one before: a roll-over, which trims), the last confirmed position moves,
+        entry listeners run."""
+        ledger_map, last, rolled = self._map, None, False
+        for op in ops:
+            if type(op) is ControlOp:
+                continue
+            if op.ledger_id != ledger_map.current_id:
+                now_ms = int(time.time() * 1000)
+                ledger_map.ledgers[ledger_map.current_id].sealed_at_ms = now_ms
+                ledger_map.start_ledger(op.ledger_id)
+                self._current_created_ms, rolled = now_ms, True
+            info = ledger_map.ledgers[op.ledger_id]
+            info.offsets.extend(op.offsets)
+            info.end_offset = op.end_offset
+            last = op
+        if last is not None:
             self._lac = make_position((last.ledger_id, last.first_entry + len(last.offsets) - 1))
             for cb in self._listeners:
                 try:
                     cb()
                 except Exception:
                     log.exception("ledger %s: entry listener failed", self.name)
-        if outcome.sealed:
+        if rolled:
             self._trim()
 
     # -- listeners ---------------------------------------------------------------

@@ -1,0 +1,84 @@
+"""Whether the appends of one ledger's share of a group commit are durable: the future that
+``ManagedLedger.append`` returns, settled by the group commit in the turn of the loop that hears
+the journal's report.
+
+An asyncio future would run each done-callback a turn later, as a loop handle of its own. At
+1,000 topics a group holds about as many shares as entries, so a group's report settles about as
+many futures as it holds entries, and a future with a callback costs the loop about 1 µs more
+than a call (uvloop, 2-core machine). Here the callbacks run when the share is settled, after
+the managed ledger published its entries: a producer's receipts leave in the report's turn.
+Loop thread only. Pulsar: ``OpAddEntry`` calling its ``AddEntryCallback`` (addComplete /
+addFailed) once the bookies acknowledged the entry.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Callable, Generator
+
+log = logging.getLogger(__name__)
+
+
+class Durability:
+    """Pending until ``settle(error)``: error None (the entries are durable) or the
+    PersistenceError that failed them. Read as an asyncio future is: ``done()``, ``cancelled()``
+    (never: a caller that stops waiting cancels only its own waiter), ``exception()``,
+    ``result()`` (both raise asyncio.InvalidStateError while pending), ``add_done_callback(fn)``,
+    ``remove_done_callback(fn)`` (returns how many it removed) and ``await``. ``fn(self)`` runs
+    when settled, in the order added; one added after that runs at once; one that raises is
+    logged and the others still run."""
+
+    __slots__ = ("_done", "_error", "_callbacks")
+
+    def __init__(self) -> None:
+        self._done = False
+        self._error: BaseException | None = None
+        self._callbacks: list[Callable[["Durability"], None]] = []
+
+    def done(self) -> bool:
+        return self._done
+
+    def cancelled(self) -> bool:
+        return False
+
+    def exception(self) -> BaseException | None:
+        if not self._done:
+            raise asyncio.InvalidStateError("the appends are not durable yet")
+        return self._error
+
+    def result(self) -> None:
+        if self.exception() is not None:
+            raise self._error
+
+    def add_done_callback(self, fn: Callable[["Durability"], None]) -> None:
+        if self._done:
+            self._call(fn)
+        else:
+            self._callbacks.append(fn)
+
+    def remove_done_callback(self, fn: Callable[["Durability"], None]) -> int:
+        kept = [cb for cb in self._callbacks if cb != fn]
+        removed, self._callbacks = len(self._callbacks) - len(kept), kept
+        return removed
+
+    def settle(self, error: BaseException | None = None) -> None:
+        """The group commit's answer (once; later calls are ignored)."""
+        if self._done:
+            return
+        self._done, self._error = True, error
+        callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            self._call(fn)
+
+    def _call(self, fn: Callable[["Durability"], None]) -> None:
+        try:
+            fn(self)
+        except Exception:
+            log.exception("a callback of a durable append failed")
+
+    def __await__(self) -> Generator:
+        if not self._done:
+            waiter = asyncio.get_running_loop().create_future()
+            self._callbacks.append(lambda _: waiter.done() or waiter.set_result(None))
+            yield from waiter.__await__()
+        return self.result()
