@@ -24,6 +24,7 @@ from typing import NamedTuple
 _TWO_U32 = struct.Struct(">II")
 _UINT64 = (1 << 64) - 1
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
+_TABLED = 1 << 14  # values below this (one or two varint bytes) are looked up, not encoded
 _SEND_RECEIPT_TYPE = b"\x08\x07"  # BaseCommand.type (field 1, varint) = SEND_RECEIPT (7)
 _MESSAGE_TYPE = b"\x08\x09"  # BaseCommand.type = MESSAGE (9)
 # BaseCommand.type = SEND (6), then field 6 (send) length-delimited: how every SEND command starts
@@ -49,11 +50,9 @@ _make_send = partial(tuple.__new__, SendCommand)
 
 
 def encode_varint(value: int) -> bytes:
-    """value (taken as uint64) as a protobuf varint; the common short cases unrolled."""
-    if 0 <= value < 0x80:
-        return _ONE_BYTE[value]
-    if 0 <= value < 0x4000:
-        return bytes(((value & 0x7F) | 0x80, value >> 7))
+    """value (taken as uint64) as a protobuf varint; the common short cases looked up or unrolled."""
+    if 0 <= value < _TABLED:
+        return _VARINTS[value]
     if 0 <= value < 0x200000:
         return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
     value &= _UINT64
@@ -65,17 +64,28 @@ def encode_varint(value: int) -> bytes:
     return bytes(out)
 
 
+_VARINTS = [_ONE_BYTE[value] if value < 0x80 else bytes(((value & 0x7F) | 0x80, value >> 7))
+            for value in range(_TABLED)]
+# A SEND_RECEIPT's frame up to its CommandSendReceipt, by the receipt's length (always below 128:
+# four varints of at most ten bytes and their keys): sizes, type, field 7's key and length.
+_RECEIPT_HEADS = [_TWO_U32.pack(n + 8, n + 4) + _SEND_RECEIPT_TYPE + b"\x3a" + _ONE_BYTE[n] for n in range(0x80)]
+
+
 def encode_send_receipt(producer_id: int, sequence_id: int, ledger_id: int, entry_id: int,
                         highest_sequence_id: int = 0) -> bytes:
     """A whole SEND_RECEIPT frame; highest_sequence_id is written only when non-zero, as the broker
-    sets it. ledger_id / entry_id may be -1 (a duplicate whose position is unknown)."""
-    message_id = b"\x08" + encode_varint(ledger_id) + b"\x10" + encode_varint(entry_id)
-    receipt = b"".join((b"\x08", encode_varint(producer_id), b"\x10", encode_varint(sequence_id),
-                        b"\x1a", encode_varint(len(message_id)), message_id))
+    sets it. ledger_id / entry_id may be -1 (a duplicate whose position is unknown). One per SEND:
+    small values are looked up in place, not encoded by a call each (half the time)."""
+    varints = _VARINTS
+    ledger = varints[ledger_id] if 0 <= ledger_id < _TABLED else encode_varint(ledger_id)
+    entry = varints[entry_id] if 0 <= entry_id < _TABLED else encode_varint(entry_id)
+    receipt = b"".join((
+        b"\x08", varints[producer_id] if 0 <= producer_id < _TABLED else encode_varint(producer_id),
+        b"\x10", varints[sequence_id] if 0 <= sequence_id < _TABLED else encode_varint(sequence_id),
+        b"\x1a", _ONE_BYTE[2 + len(ledger) + len(entry)], b"\x08", ledger, b"\x10", entry))
     if highest_sequence_id:
         receipt += b"\x20" + encode_varint(highest_sequence_id)
-    command = b"".join((_SEND_RECEIPT_TYPE, b"\x3a", encode_varint(len(receipt)), receipt))
-    return _TWO_U32.pack(len(command) + 4, len(command)) + command
+    return _RECEIPT_HEADS[len(receipt)] + receipt
 
 
 def encode_message(consumer_id: int, ledger_id: int, entry_id: int, partition: int, redelivery_count: int,
