@@ -97,7 +97,7 @@ class Producer:
             pending.done, pending.error = True, exc
             self._answer_ready()
             return
-        if pending.durable.done():  # a duplicate, or a non-persistent topic: answer now, in order
+        if pending.durable.settled:  # a duplicate, or a non-persistent topic: answer now, in order
             self._answer_ready()
         # One done-callback per group commit share, not one per SEND: its appends share the
         # Durability, whose callbacks run in the turn that hears the journal's report.
@@ -115,9 +115,9 @@ class Producer:
         while pending:
             head = pending[0]
             if not head.done:
-                if not head.durable.done():
+                if not head.durable.settled:
                     return
-                self._settle(head, head.durable.exception())
+                self._settle(head, head.durable.error)
             pending.popleft()
             self._answer(head)
 

@@ -21,37 +21,38 @@ log = logging.getLogger(__name__)
 
 class Durability:
     """Pending until ``settle(error)``: error None (the entries are durable) or the
-    PersistenceError that failed them. Read as an asyncio future is: ``done()``, ``cancelled()``
+    PersistenceError that failed them. Hot paths read the plain fields ``settled`` and ``error``;
+    everything else reads it as an asyncio future is: ``done()``, ``cancelled()``
     (never: a caller that stops waiting cancels only its own waiter), ``exception()``,
     ``result()`` (both raise asyncio.InvalidStateError while pending), ``add_done_callback(fn)``,
     ``remove_done_callback(fn)`` (returns how many it removed) and ``await``. ``fn(self)`` runs
     when settled, in the order added; one added after that runs at once; one that raises is
     logged and the others still run."""
 
-    __slots__ = ("_done", "_error", "_callbacks")
+    __slots__ = ("settled", "error", "_callbacks")
 
     def __init__(self) -> None:
-        self._done = False
-        self._error: BaseException | None = None
+        self.settled = False
+        self.error: BaseException | None = None
         self._callbacks: list[Callable[["Durability"], None]] = []
 
     def done(self) -> bool:
-        return self._done
+        return self.settled
 
     def cancelled(self) -> bool:
         return False
 
     def exception(self) -> BaseException | None:
-        if not self._done:
+        if not self.settled:
             raise asyncio.InvalidStateError("the appends are not durable yet")
-        return self._error
+        return self.error
 
     def result(self) -> None:
         if self.exception() is not None:
-            raise self._error
+            raise self.error
 
     def add_done_callback(self, fn: Callable[["Durability"], None]) -> None:
-        if self._done:
+        if self.settled:
             self._call(fn)
         else:
             self._callbacks.append(fn)
@@ -63,9 +64,9 @@ class Durability:
 
     def settle(self, error: BaseException | None = None) -> None:
         """The group commit's answer (once; later calls are ignored)."""
-        if self._done:
+        if self.settled:
             return
-        self._done, self._error = True, error
+        self.settled, self.error = True, error
         callbacks, self._callbacks = self._callbacks, []
         for fn in callbacks:
             self._call(fn)
@@ -77,7 +78,7 @@ class Durability:
             log.exception("a callback of a durable append failed")
 
     def __await__(self) -> Generator:
-        if not self._done:
+        if not self.settled:
             waiter = asyncio.get_running_loop().create_future()
             self._callbacks.append(lambda _: waiter.done() or waiter.set_result(None))
             yield from waiter.__await__()
