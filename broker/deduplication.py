@@ -105,7 +105,8 @@ class MessageDeduplication:
                append: Callable[[bytes], tuple[Position, Durability]]) -> tuple[Position, Durability]:
         """append(data) unless the SEND is a duplicate. Returns (position, Durability) as
         PersistentTopic.append does: for a duplicate of an entry still being written, the
-        original's; for one already durable, its position when known (else -1:-1) and a settled Durability."""
+        original's; for one already durable, its position when known (else -1:-1) and a settled
+        Durability."""
         if producer_name.startswith(self.replicator_prefix):
             metadata = entry_info(data).metadata
             if metadata is not None:

@@ -114,7 +114,8 @@ class PersistentTopic(AbstractTopic):
     def append(self, data: bytes, producer_name: str | None = None, sequence_id: int = 0,
                highest_sequence_id: int = 0) -> tuple[Position, Durability]:
         """Queue one entry: its position and the storage Durability of its group commit share,
-        settled when it is durable (storage PersistenceError on failure). Raises ServiceNotReadyError when the ledger is closed.
+        settled when it is durable (storage PersistenceError on failure). Raises
+        ServiceNotReadyError when the ledger is closed.
         With deduplication on and a producer name given, a duplicate is not appended: the answer is
         the original's position and Durability, or (-1, -1) and a settled one when the original is
         durable and its position unknown (broker/deduplication.py)."""

@@ -6,8 +6,8 @@ See docs/storage.md for the formats and guarantees.
 """
 from .compacted_ledger import CompactedLedger, CompactedLedgerWriter, delete_compacted_ledgers
 from .config import ManagedLedgerConfig
-from .durability import Durability
 from .cursor import ManagedCursor
+from .durability import Durability
 from .errors import (CursorError, DataDirLockedError, LedgerClosedError, LedgerCorruptionError,
                      PersistenceError, StorageError)
 from .factory import ManagedLedgerFactory, make_dirs_durably
@@ -19,7 +19,8 @@ from .range_set import PositionRangeSet
 
 __all__ = [
     "CompactedLedger", "CompactedLedgerWriter", "delete_compacted_ledgers",
-    "CursorError", "DataDirLockedError", "Durability", "EARLIEST", "Entry", "LedgerClosedError", "LedgerInfo", "LedgerCorruptionError",
+    "CursorError", "DataDirLockedError", "Durability", "EARLIEST", "Entry", "LedgerClosedError", "LedgerInfo",
+    "LedgerCorruptionError",
     "ManagedCursor", "ManagedLedger", "ManagedLedgerConfig", "ManagedLedgerFactory", "PersistenceError", "make_dirs_durably",
     "Position", "PositionRangeSet", "StorageError",
 ]

@@ -30,10 +30,10 @@ from . import journal_format as jf
 from . import recovery, trimming
 from .config import ManagedLedgerConfig
 from .cursor_container import CursorContainer
+from .durability import Durability
 from .entry import Entry
 from .entry_cache import CacheBudget, EntryCache
 from .entry_reader import EntryReader
-from .durability import Durability
 from .errors import CursorError, LedgerClosedError, StorageError
 from .group_commit import GroupCommit, JournalQueue
 from .journal import ControlOp, JournalLedger
