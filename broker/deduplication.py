@@ -120,14 +120,14 @@ class MessageDeduplication:
         self.pushed[producer_name] = highest
         key = (producer_name, sequence_id)
         self._in_flight[key] = (position, durable)
-        durable.add_done_callback(lambda f: self._durable(f, key, highest, position))
+        durable.add_done_callback(lambda d: self._durable(d, key, highest, position))
         return position, durable
 
-    def _durable(self, future: Durability, key: tuple[str, int], highest: int, position: Position) -> None:
+    def _durable(self, durable: Durability, key: tuple[str, int], highest: int, position: Position) -> None:
         producer_name, sequence_id = key
-        if self._in_flight.get(key, (None, None))[1] is future:
+        if self._in_flight.get(key, (None, None))[1] is durable:
             del self._in_flight[key]
-        if future.cancelled() or future.exception() is not None:
+        if durable.error is not None:
             # Not stored: a resend must be accepted again.
             if self.pushed.get(producer_name) == highest:
                 self.pushed[producer_name] = self.persisted.get(producer_name, -1)

@@ -58,10 +58,12 @@ def test_a_removed_callback_does_not_run():
 
 async def test_a_cancelled_waiter_leaves_the_share_and_its_other_waiters_alone():
     durable = Durability()
-    cancelled, kept = asyncio.ensure_future(wait(durable)), asyncio.ensure_future(wait(durable))
-    await asyncio.sleep(0)
+    waiting = [asyncio.Event(), asyncio.Event()]
+    cancelled, kept = (asyncio.ensure_future(wait(durable, started)) for started in waiting)
+    for started in waiting:
+        await started.wait()
     cancelled.cancel()
-    await asyncio.sleep(0)
+    await asyncio.wait([cancelled])
     durable.settle()
     assert await asyncio.wait_for(kept, 5) == "durable"
     assert cancelled.cancelled() and not durable.cancelled()
@@ -86,6 +88,7 @@ async def test_an_append_is_readable_when_its_callbacks_run(make_factory):
     assert [entry.data for entry in await ml.read_positions([position])] == [b"payload"]
 
 
-async def wait(durable: Durability) -> str:
+async def wait(durable: Durability, started: asyncio.Event) -> str:
+    started.set()  # the await below takes its place among the callbacks before the task yields
     await durable
     return "durable"
