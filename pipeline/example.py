@@ -161,7 +161,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from minipulsar.pipeline.demo_producer import DemoProducer
-    from minipulsar.pipeline.session import local_session
+    from minipulsar.pipeline.session import local_session, stop_session
 
     output = output_dir(args.output_dir)
     spark = local_session("minipulsar-example", args.master, log_level=args.log_level,
@@ -189,7 +189,7 @@ def main(argv=None) -> int:
         print("interrupted", file=sys.stderr, flush=True)
         return 130
     finally:
-        spark.stop()
+        stop_session(spark)
         signals.restore()
     if query.exception() is not None:
         log.error("the query failed: %s", query.exception())

@@ -9,6 +9,8 @@ On a ``local`` master it also binds Spark to the loopback address (``SPARK_LOCAL
 set), which is where a local session's driver and executors talk anyway, and which spares the
 "hostname resolves to a loopback address" warning.
 
+``stop_session`` stops a session without the state store maintenance task firing into it.
+
 ``log_level`` sets the JVM's log level from the very start, through a log4j2 configuration file
 written for the session: ``SparkContext.setLogLevel`` only takes effect once the context is up,
 after Spark has already printed its start-up warnings.
@@ -88,3 +90,18 @@ def local_session(app_name: str = "minipulsar", master: str = "local[2]", log_le
     register(spark)
     log.info("SparkSession %s on %s (Spark %s)", app_name, master, spark.version)
     return spark
+
+
+def stop_session(spark) -> None:
+    """Stop Spark's state store maintenance task, then the session.
+
+    Spark runs StateStore maintenance on a timer of its own thread
+    (``spark.sql.streaming.stateStore.maintenanceInterval``, 60 s by default). A round that fires
+    while ``SparkSession.stop()`` is under way finds no SparkEnv and logs a WARN with the stack
+    trace of an IllegalStateException ("SparkEnv not active"). ``StateStore.stop()`` unloads the
+    state store providers and ends that task first, so nothing is left to fire. It is skipped while
+    a streaming query is still active (a forced stop): its micro-batch may still use a provider.
+    """
+    if not spark.streams.active:
+        spark._jvm.org.apache.spark.sql.execution.streaming.state.StateStore.stop()
+    spark.stop()

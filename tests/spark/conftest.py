@@ -12,11 +12,11 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark():
-    from minipulsar.pipeline.session import local_session
+    from minipulsar.pipeline.session import local_session, stop_session
 
     session = local_session("minipulsar-tests", "local[2]", log_level="ERROR",
                             **{"spark.sql.streaming.minBatchesToRetain": "10",
                                "spark.driver.memory": "1g", "spark.ui.showConsoleProgress": "false"})
     logging.getLogger("py4j").setLevel(logging.WARNING)
     yield session
-    session.stop()
+    stop_session(session)
