@@ -103,14 +103,12 @@ class Producer:
         # Durability, whose callbacks run in the turn that hears the journal's report.
         elif pending.durable is not self._watched:
             self._watched = pending.durable
-            pending.durable.add_done_callback(self._durable)
+            pending.durable.add_done_callback(self._answer_ready)
 
-    def _durable(self, _durable: Durability) -> None:
-        self._answer_ready()
-
-    def _answer_ready(self) -> None:
+    def _answer_ready(self, _durable: Durability | None = None) -> None:
         """Answer, oldest first, every publish whose entry is durable or failed; stop at the first
-        one still being written (receipts must leave in send order)."""
+        one still being written (receipts must leave in send order). Also the done-callback of a
+        group commit share (_durable: that share)."""
         pending = self._pending
         while pending:
             head = pending[0]

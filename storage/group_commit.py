@@ -129,6 +129,7 @@ class JournalQueue:
         the ones it had in flight, next to each other (_kick takes them together, and the journal
         merges submitted groups whole): each ledger hears once, with no list built for it."""
         error, last = report.error, None
+        now = time.monotonic_ns()  # when the loop heard of it: the durable time of every share
         for op in report.ops:
             if type(op) is CheckpointOp:
                 if error is not None:
@@ -138,7 +139,7 @@ class JournalQueue:
                     op.done(error)
             elif op.owner.commit is not last:
                 last = op.owner.commit
-                last.reported(error, report.fenced)
+                last.reported(error, report.fenced, now)
 
     def progress(self, written: list, start: int = 0) -> None:
         """The ledger storage wrote these (owner, ledger id, entries written) (storage thread -> loop),
@@ -262,11 +263,12 @@ class GroupCommit:
         return self._latency.snapshot()
 
     # -- reports -------------------------------------------------------------
-    def reported(self, error: OSError | None, fenced: bool) -> None:
-        """The journal wrote (or failed) this ledger's operations in flight."""
+    def reported(self, error: OSError | None, fenced: bool, now_ns: int) -> None:
+        """The journal wrote (or failed) this ledger's operations in flight; now_ns: when the
+        loop heard it (time.monotonic_ns)."""
         ops, self._in_flight = self._in_flight, None
         if error is None:
-            self._durable(ops)
+            self._durable(ops, now_ns)
         else:
             self._failed(ops, error, fenced)
         if self._pending:
@@ -274,8 +276,7 @@ class GroupCommit:
         elif self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
 
-    def _durable(self, ops: list) -> None:
-        now = time.monotonic_ns()
+    def _durable(self, ops: list, now: int) -> None:
         appended = False
         for op in ops:
             if type(op) is ControlOp:

@@ -134,7 +134,7 @@ class Dispatcher:
     # ---- the read loop ---------------------------------------------------------------------
     def wake(self) -> None:
         """Something changed (permits, new entries, acks, consumers): read if there is work."""
-        if self.closed:
+        if self.closed or not self.consumers:  # nobody to read for, nobody to tell the end of the topic
             return
         if self._read_task is not None and not self._read_task.done():
             self._wanted = True

@@ -127,7 +127,7 @@ class TopicReplication:
 
     def on_durable(self) -> None:
         """New entries became readable: wake the replicators."""
-        if self.active:
+        if self.replicators and self.active:  # per report: cheapest first
             for replicator in self.replicators.values():
                 replicator.wake()
 
