@@ -18,8 +18,9 @@ pulsar-lite is printed per round and as the median over rounds; with ``null`` am
 printed too. The null broker is the client's ceiling at one topic, not at many: at 1,000 topics
 its instant receipts cost the client more CPU per message (112 µs against 69 with minipulsar on
 2026-11-30), so it can be slower than minipulsar. Each throughput line gives the broker's
-CPU per message and the bench process's own CPU in cores (the official client's threads and the
-sender): near one core, the client's GIL-bound Python side is what limits the rate (its send_async
+CPU per message, its busiest threads' share of it (minipulsar's event loop is "main", its journal
+and ledger storage threads "ml-journal" and "ml-storage"), and the bench process's own CPU in
+cores (the official client's threads and the sender): near one core, the client's GIL-bound Python side is what limits the rate (its send_async
 and its receipt callbacks take the GIL in turn). With --paced R every topic sends R msg/s in 1 ms
 ticks for --seconds and only the latency is reported. --clients N shares the topics (and the
 messages of a throughput run, --window each) out among N client processes, one official client
@@ -48,6 +49,7 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from perf_compare import (build_null_broker, cpu_seconds, minipulsar, null_broker,  # noqa: E402  (bench/ is not a package)
                           own_cpu_seconds, pulsar_lite)
+from process_stats import thread_cpu_between, thread_cpu_seconds  # noqa: E402
 from percentile import percentile  # noqa: E402
 
 
@@ -137,11 +139,13 @@ def throughput(url, args, around_send=contextlib.nullcontext) -> dict:
         sender = Sender(args.window)
         payload = b"x" * args.size
         with around_send():
+            threads0 = thread_cpu_seconds(url.pid)
             cpu0, own0, start = cpu_seconds(url.pid), own_cpu_seconds(), time.perf_counter()
             sender.wait(send_flat_out(sender, producers, payload, args.messages))
             elapsed, cpu = time.perf_counter() - start, cpu_seconds(url.pid) - cpu0
             client_cpu = own_cpu_seconds() - own0
-        return figures(sender.latencies, elapsed, sender.failed, cpu, client_cpu)
+            threads = thread_cpu_between(threads0, thread_cpu_seconds(url.pid))
+        return figures(sender.latencies, elapsed, sender.failed, cpu, client_cpu, threads)
     finally:
         client.close()
 
@@ -161,17 +165,26 @@ def from_shares(url: str, args) -> dict:
     with context.Manager() as manager, context.Pool(args.clients) as pool:
         ready = manager.Barrier(args.clients, timeout=600)  # a client that failed to set up breaks it, not hangs it
         parts = pool.starmap(client_share, [(str(url), names, owner, args, ready, url.pid) for names, owner in shares])
-    latencies, failed, seconds, broker_start, broker_end, own = zip(*parts)
+    latencies, failed, seconds, broker_start, broker_end, own, threads_start, threads_end = zip(*parts)
+    # the broker's threads from the first client's start to the last one's end
+    first = min(range(len(parts)), key=lambda i: broker_start[i])
+    last = max(range(len(parts)), key=lambda i: broker_end[i])
     return figures([x for part in latencies for x in part], max(seconds), sum(failed),
-                   max(broker_end) - min(broker_start), sum(own))
+                   broker_end[last] - broker_start[first], sum(own),
+                   thread_cpu_between(threads_start[first], threads_end[last]))
 
 
-def figures(latencies: list[float], elapsed: float, failed: int, broker_cpu: float, client_cpu: float) -> dict:
+def figures(latencies: list[float], elapsed: float, failed: int, broker_cpu: float, client_cpu: float,
+            broker_threads: dict[str, float]) -> dict:
     """A run's line: latencies in s of the receipts, seconds from the first send to the last
-    receipt, failed sends, and the broker's and the clients' CPU seconds meanwhile."""
+    receipt, failed sends, the broker's and the clients' CPU seconds meanwhile, and the broker's
+    CPU seconds by thread name (as µs a message in "threads_us", busiest first)."""
     ms = [x * 1e3 for x in latencies]
+    per_message = 1e6 / max(1, len(ms))
+    threads_us = {name: spent * per_message
+                  for name, spent in sorted(broker_threads.items(), key=lambda item: -item[1])}
     return {"rate": len(ms) / elapsed, "p50": percentile(ms, 0.5), "p99": percentile(ms, 0.99), "failed": failed,
-            "cpu_us": broker_cpu / max(1, len(ms)) * 1e6, "client_cores": client_cpu / elapsed}
+            "cpu_us": broker_cpu * per_message, "client_cores": client_cpu / elapsed, "threads_us": threads_us}
 
 
 def client_share(url: str, names: list[str], owner: bool, args, ready, broker_pid: int) -> tuple:
@@ -183,6 +196,7 @@ def client_share(url: str, names: list[str], owner: bool, args, ready, broker_pi
         producers = producers_on(client, names, args, subscribe=owner)
         sender, payload = Sender(args.window), b"x" * args.size
         ready.wait()
+        threads0 = thread_cpu_seconds(broker_pid)
         cpu0, own0, start = cpu_seconds(broker_pid), own_cpu_seconds(), time.perf_counter()
         if args.paced:
             sent = send_paced(sender, producers, payload, args.paced, args.seconds, start)
@@ -190,7 +204,8 @@ def client_share(url: str, names: list[str], owner: bool, args, ready, broker_pi
             sent = send_flat_out(sender, producers, payload, args.messages // args.clients)
         sender.wait(sent)
         elapsed = time.perf_counter() - start
-        return sender.latencies, sender.failed, elapsed, cpu0, cpu_seconds(broker_pid), own_cpu_seconds() - own0
+        return (sender.latencies, sender.failed, elapsed, cpu0, cpu_seconds(broker_pid), own_cpu_seconds() - own0,
+                threads0, thread_cpu_seconds(broker_pid))
     finally:
         client.close()
 
@@ -220,6 +235,13 @@ def run(url, args) -> dict:
     if args.paced or args.clients > 1:
         return from_shares(url, args)
     return throughput(url, args)
+
+
+def busiest_threads(threads_us: dict[str, float], shown: int = 3) -> str:
+    """The broker's busiest threads' CPU in µs a message, for a run's line ("" when it has one)."""
+    if len(threads_us) < 2:
+        return ""
+    return "  threads " + ", ".join(f"{name} {us:.1f}" for name, us in list(threads_us.items())[:shown]) + " us/msg"
 
 
 def main() -> None:
@@ -253,7 +275,7 @@ def main() -> None:
                 print(f"{'partitions' if args.partitions else 'topics'}={count} round={round_ + 1} {name:11s} "
                       f"{figures['rate']:9.0f} msg/s  p50 {figures['p50']:7.2f} ms  p99 {figures['p99']:7.2f} ms"
                       f"  broker CPU {figures['cpu_us']:6.1f} us/msg  client CPU {figures['client_cores']:4.2f} cores"
-                      f"  failed {figures['failed']}", flush=True)
+                      f"  failed {figures['failed']}{busiest_threads(figures['threads_us'])}", flush=True)
     print("\nmedians over rounds:")
     for count in counts:
         row = {name: results[(name, count)] for name in args.brokers}

@@ -7,7 +7,7 @@ itself comes from minipulsar.launcher):
         print(broker.url, rss_kib(broker.pid))
 
 /proc/<pid>/status gives VmRSS (resident now) and VmHWM (the peak resident size since start),
-/proc/<pid>/fd the open descriptors.
+/proc/<pid>/fd the open descriptors, /proc/<pid>/task/*/stat each thread's CPU time.
 """
 from __future__ import annotations
 
@@ -55,3 +55,27 @@ def slope_kib_per_minute(samples: list[tuple[float, int]]) -> float:
     cov = sum((t - mean_t) * (r - mean_r) for t, r in samples)
     var = sum((t - mean_t) ** 2 for t, _ in samples) or 1.0
     return cov / var * 60
+
+
+def thread_cpu_seconds(pid: int) -> dict[str, float]:
+    """User + system CPU seconds each thread of process pid has used so far, by thread name
+    (/proc/<pid>/task/<tid>/stat; threads of one name summed, the main thread named "main"). A
+    thread that has ended is missing, so a difference of two of these counts live threads only."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    seconds: dict[str, float] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as stat:
+                text = stat.read()
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+        head, _, rest = text.rpartition(")")
+        name = "main" if int(tid) == pid else head.partition("(")[2]
+        fields = rest.split()
+        seconds[name] = seconds.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+    return seconds
+
+
+def thread_cpu_between(start: dict[str, float], end: dict[str, float]) -> dict[str, float]:
+    """CPU seconds per thread name from one thread_cpu_seconds snapshot to a later one."""
+    return {name: spent - start.get(name, 0.0) for name, spent in end.items()}
