@@ -20,11 +20,12 @@ its instant receipts cost the client more CPU per message (112 µs against 69 wi
 2026-11-30), so it can be slower than minipulsar. Each throughput line gives the broker's
 CPU per message, its busiest threads' share of it (minipulsar's event loop is "main", its journal
 and ledger storage threads "ml-journal" and "ml-storage"), and the bench process's own CPU in
-cores (the official client's threads and the sender): near one core, the client's GIL-bound Python side is what limits the rate (its send_async
-and its receipt callbacks take the GIL in turn). With --paced R every topic sends R msg/s in 1 ms
-ticks for --seconds and only the latency is reported. --clients N shares the topics (and the
-messages of a throughput run, --window each) out among N client processes, one official client
-each, which start sending together: then one client's GIL is not the limit, the brokers and the
+cores (the official client's threads and the sender): near one core, the client's GIL-bound
+Python side is what limits the rate (its send_async and its receipt callbacks take the GIL in
+turn). With --paced R every topic sends R msg/s in 1 ms ticks for --seconds and only the
+latency is reported. --clients N shares the topics (and the messages of a throughput run,
+--window each) out among N client processes, one official client each, which start sending
+together: then one client's GIL is not the limit, the brokers and the
 client processes share the machine's cores, and the broker's CPU per message decides the rate.
 With fewer topics than clients, the clients send to the same topics. Client CPU is then the sum
 over the client processes.
