@@ -14,10 +14,10 @@ are printed.
 Prints, per case, entries a second and the event loop's CPU per entry (its thread's CPU time, so
 the journal and ledger storage threads are not in it), of which the append calls, and the rest per
 share (submitting the group, the journal's report: the entry listeners and each share's
-callbacks, the ledger storage's progress). What grows from 1:1000 to 1000:1000 is the cost of a share. A small group
-(a case with N in the tens or hundreds) is written by the loop itself when the journal thread is
-idle (storage.journal), so its rest holds that synced write too. bench/many_topics.py measures the
-same through the broker, with the official client.
+callbacks, the ledger storage's progress). What grows from 1:1000 to 1000:1000 is the cost of a
+share. A small group (a case with N in the tens or hundreds) is written by the loop itself when
+the journal thread is idle (storage.journal), so its rest holds that synced write too.
+bench/many_topics.py measures the same through the broker, with the official client.
 """
 from __future__ import annotations
 

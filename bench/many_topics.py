@@ -25,8 +25,8 @@ Python side is what limits the rate (its send_async and its receipt callbacks ta
 turn). With --paced R every topic sends R msg/s in 1 ms ticks for --seconds and only the
 latency is reported. --clients N shares the topics (and the messages of a throughput run,
 --window each) out among N client processes, one official client each, which start sending
-together: then one client's GIL is not the limit, the brokers and the
-client processes share the machine's cores, and the broker's CPU per message decides the rate.
+together: then one client's GIL is not the limit, the brokers and the client processes share
+the machine's cores, and the broker's CPU per message decides the rate.
 With fewer topics than clients, the clients send to the same topics. Client CPU is then the sum
 over the client processes.
 """

@@ -54,6 +54,7 @@ from typing import Callable, Iterator
 import pulsar
 
 from minipulsar.launcher import BrokerProcess, free_port
+from process_stats import stat_cpu
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -72,9 +73,7 @@ Results = dict[tuple[str, str], list]
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds process pid has used so far (/proc/<pid>/stat)."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return stat_cpu(f"/proc/{pid}/stat")[1]
 
 
 def own_cpu_seconds() -> float:

@@ -57,22 +57,27 @@ def slope_kib_per_minute(samples: list[tuple[float, int]]) -> float:
     return cov / var * 60
 
 
+def stat_cpu(path: str) -> tuple[str, float]:
+    """(name, user + system CPU seconds so far) from a /proc stat file: /proc/<pid>/stat for a
+    process (its threads, ended ones too), /proc/<pid>/task/<tid>/stat for one thread."""
+    with open(path) as stat:
+        head, _, rest = stat.read().rpartition(")")  # the name, in parentheses, may hold anything
+    fields = rest.split()
+    return head.partition("(")[2], (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def thread_cpu_seconds(pid: int) -> dict[str, float]:
     """User + system CPU seconds each thread of process pid has used so far, by thread name
-    (/proc/<pid>/task/<tid>/stat; threads of one name summed, the main thread named "main"). A
-    thread that has ended is missing, so a difference of two of these counts live threads only."""
-    ticks = os.sysconf("SC_CLK_TCK")
+    (threads of one name summed, the main thread named "main"). A thread that has ended is
+    missing, so a difference of two of these counts live threads only."""
     seconds: dict[str, float] = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as stat:
-                text = stat.read()
+            name, spent = stat_cpu(f"/proc/{pid}/task/{tid}/stat")
         except FileNotFoundError:  # the thread ended meanwhile
             continue
-        head, _, rest = text.rpartition(")")
-        name = "main" if int(tid) == pid else head.partition("(")[2]
-        fields = rest.split()
-        seconds[name] = seconds.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+        name = "main" if int(tid) == pid else name
+        seconds[name] = seconds.get(name, 0.0) + spent
     return seconds
 
 
