@@ -48,6 +48,12 @@ class PendingPublish:
 class Producer:
     """spec.producer_id: the client's id on its connection; name: unique per topic while connected."""
 
+    # Slots: with a thousand topics every group's report answers a thousand producers, few of them
+    # still in the processor's caches (storage.ledger.ManagedLedger's __slots__ says why).
+    __slots__ = ("topic", "connection", "producer_id", "name", "access_mode", "metadata", "requested_topic_epoch",
+                 "topic_epoch", "ready", "last_sequence_id", "schema_version", "closed", "connected_since",
+                 "msg_in", "bytes_in", "rates", "_pending", "_watched")
+
     def __init__(self, topic: "PersistentTopic", connection: "ProducerConnection", spec: ProducerSpec, name: str):
         self.topic = topic
         self.connection = connection

@@ -128,18 +128,18 @@ class JournalQueue:
         """A group was written or failed (journal thread -> loop). A ledger's operations in it are
         the ones it had in flight, next to each other (_kick takes them together, and the journal
         merges submitted groups whole): each ledger hears once, with no list built for it."""
-        error, last = report.error, None
+        error, fenced, last = report.error, report.fenced, None
         now = time.monotonic_ns()  # when the loop heard of it: the durable time of every share
         for op in report.ops:
-            if type(op) is CheckpointOp:
+            # A checkpoint or a standalone DELETE has no commit: the ledger storage runs its done()
+            # once it acted on it, or it runs here when the group failed.
+            commit = None if type(op) is CheckpointOp else op.owner.commit
+            if commit is None:
                 if error is not None:
                     op.done(error)
-            elif op.owner.commit is None:
-                if error is not None:  # a standalone DELETE that was never written
-                    op.done(error)
-            elif op.owner.commit is not last:
-                last = op.owner.commit
-                last.reported(error, report.fenced, now)
+            elif commit is not last:
+                last = commit
+                commit.reported(error, fenced, now)
 
     def progress(self, written: list, start: int = 0) -> None:
         """The ledger storage wrote these (owner, ledger id, entries written) (storage thread -> loop),
@@ -167,6 +167,12 @@ class GroupCommit:
     to skip), before their appends are settled.
     """
 
+    # Slots: read once per ledger share of every group (ManagedLedger's __slots__ says why).
+    __slots__ = ("name", "owner", "config", "_map", "_cache", "_queue", "_on_batch", "closing", "_loop",
+                 "_append_ledger", "_append_next", "_append_bytes", "_append_offset", "_fence", "_pending",
+                 "_tail", "_in_flight", "_submitted_ns", "_unwritten", "_drained", "_latency", "entries_added",
+                 "add_entry_errors", "fenced_ledgers")
+
     def __init__(self, name: str, owner: JournalLedger, config: ManagedLedgerConfig, ledgers: LedgerMap,
                  cache: EntryCache, queue: JournalQueue, on_batch: Callable[[list], None]) -> None:
         self.name = name
@@ -185,6 +191,7 @@ class GroupCommit:
         self._pending: list = []  # AppendOp / ControlOp not yet submitted
         self._tail: AppendOp | None = None  # the AppendOp appends are added to
         self._in_flight: list | None = None
+        self._submitted_ns = 0  # when the operations in flight were handed to the journal
         # Durable entries not yet in their segment (up to the ledger storage's write-behind, a
         # second): not the AppendOps, which go with their report.
         self._unwritten = UnwrittenEntries()
@@ -245,11 +252,9 @@ class GroupCommit:
         return future
 
     def take_pending(self, now_ns: int) -> list:
-        """The pending operations, now in flight (JournalQueue)."""
+        """The pending operations, now in flight, handed to the journal at now_ns (JournalQueue)."""
         ops, self._pending, self._tail = self._pending, [], None
-        self._in_flight = ops
-        for op in ops:
-            op.submitted_ns = now_ns
+        self._in_flight, self._submitted_ns = ops, now_ns
         return ops
 
     @property
@@ -284,7 +289,7 @@ class GroupCommit:
             appended = True
             entries = len(op.datas)
             self.entries_added += entries
-            self._latency.record(op.started_ns, op.submitted_ns, now, entries)
+            self._latency.record(op.started_ns, self._submitted_ns, now, entries)
             self._unwritten.add(op.ledger_id, op.first_entry, op.datas)
             self._queue.unwritten_bytes += op.nbytes
         if appended:

@@ -83,7 +83,7 @@ ZERO_STEP_PAUSE_SECONDS = 0.002
 ROOM_KEPT_BYTES = 32 << 20
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class JournalLedger:
     """What the journal and the ledger storage know of one managed ledger: its folder (where its
     segments are; every journal file names it by a NAME record before using its id) and, on
@@ -99,9 +99,8 @@ class AppendOp:
     `offsets`, the segment's end after them in end_offset). seg_bytes: their segment records
     joined, set when the group is encoded (the ledger storage's round so writes one buffer per
     operation, not two per entry); fence: (ledger id, entries it keeps) pairs the journal writes
-    as SEAL records first. durability (storage.durability: settled once durable, or failed),
-    started_ns and submitted_ns (first append, hand-over to the journal: the write latency) are
-    the loop's.
+    as SEAL records first. durability (storage.durability: settled once durable, or failed) and
+    started_ns (its first append: the write latency) are the loop's.
     A plain class with slots: one is built for every ledger with appends in every group,
     thousands a second with many topics. It lives from its first append to its group's report
     (milliseconds): what the loop and the ledger storage keep of it until the entries are written
@@ -109,7 +108,7 @@ class AppendOp:
     does not track (storage.unwritten, and the ledger storage's pending runs)."""
 
     __slots__ = ("owner", "ledger_id", "first_entry", "first_offset", "datas", "offsets", "end_offset", "nbytes",
-                 "fence", "seg_bytes", "durability", "started_ns", "submitted_ns")
+                 "fence", "seg_bytes", "durability", "started_ns")
 
     def __init__(self, owner: JournalLedger, ledger_id: int, first_entry: int, first_offset: int,
                  durability=None, started_ns: int = 0, fence: tuple[tuple[int, int], ...] = ()) -> None:
@@ -124,7 +123,6 @@ class AppendOp:
         self.seg_bytes = b""
         self.durability = durability
         self.started_ns = started_ns
-        self.submitted_ns = 0
 
     def add(self, data: bytes) -> None:
         """One more entry, the next id of the ledger."""
@@ -143,7 +141,6 @@ class ControlOp:
     kind: int
     ledger_id: int = -1
     done: Callable[[BaseException | None], None] | None = None
-    submitted_ns: int = 0
 
 
 @dataclass(eq=False)
@@ -152,7 +149,6 @@ class CheckpointOp:
     before it and checkpoints at once; done(error or None) runs on the loop."""
 
     done: Callable[[BaseException | None], None]
-    submitted_ns: int = 0
 
 
 @dataclass

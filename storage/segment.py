@@ -63,7 +63,7 @@ def index_path(folder: str, ledger_id: int) -> str:
     return os.path.join(folder, f"{ledger_id:012d}.idx")
 
 
-@dataclass
+@dataclass(slots=True)
 class SegmentIndex:
     """What a reader needs of one ledger: record offsets, data end, seal time (ms, 0 = open)."""
 

@@ -16,6 +16,8 @@ class UnwrittenEntries:
     """ledger id -> the entries of that ledger not yet in its segment, consecutive from ``first``.
     Sizes are entry bytes (len of the data), as the factory's unwrittenBytes counts them."""
 
+    __slots__ = ("_first", "_entries")
+
     def __init__(self) -> None:
         self._first: dict[int, int] = {}  # ledger id -> entry id of the list's first entry
         self._entries: dict[int, list[bytes]] = {}

@@ -58,6 +58,10 @@ def set_replicated(subscription: "Subscription", enabled: bool) -> None:
 class TopicReplication:
     """topic: the PersistentTopic. Construct from the topic's __init__ (inside the event loop)."""
 
+    # Slots: on_appended and on_durable run per SEND and per group share of every topic.
+    __slots__ = ("topic", "clients", "config", "remotes", "replicators", "controller", "caches", "_tasks",
+                 "_closed", "_updating")
+
     def __init__(self, topic: "PersistentTopic"):
         self.topic = topic
         self.clients = topic.context.replication
