@@ -18,6 +18,15 @@ callbacks, the ledger storage's progress). What grows from 1:1000 to 1000:1000 i
 share. A small group (a case with N in the tens or hundreds) is written by the loop itself when
 the journal thread is idle (storage.journal), so its rest holds that synced write too.
 bench/many_topics.py measures the same through the broker, with the official client.
+
+Counts instead of times, which the machine's load does not change: run one case for an exact
+number of rounds under valgrind's callgrind, once with 0 measured rounds and once with R, and
+divide the difference of the event loop's thread (part 1 of --separate-threads) by R x N:
+
+    valgrind --tool=callgrind --separate-threads=yes --cache-sim=yes --D1=32768,8,64 \
+        --I1=32768,8,64 --LL=1048576,8,64 python bench/ledger_shares.py --one 1000:1000 --exact-rounds 20
+
+(--LL models the 1 MiB L2 of the processor: the shared L3 is the noisy neighbours' too).
 """
 from __future__ import annotations
 
@@ -42,8 +51,9 @@ PAYLOAD = b"x" * 100
 WARM_UP_ROUNDS = 20
 
 
-async def one_case(ledgers: int, per_round: int, seconds: float) -> dict:
-    """Figures of one L:N case in this process (see the module's docstring)."""
+async def one_case(ledgers: int, per_round: int, seconds: float, exact_rounds: int | None = None) -> dict:
+    """Figures of one L:N case in this process (see the module's docstring); exact_rounds: that
+    many measured rounds instead of `seconds` of them."""
     with tempfile.TemporaryDirectory() as folder:
         factory = ManagedLedgerFactory(folder, ManagedLedgerConfig(sync_data=True))
         await factory.start()
@@ -58,13 +68,15 @@ async def one_case(ledgers: int, per_round: int, seconds: float) -> dict:
                 await one_round(appends, per_round)
             entries, append_cpu = 0, 0.0
             start, cpu0 = time.perf_counter(), time.thread_time()
-            while time.perf_counter() - start < seconds:
+            while (entries < exact_rounds * per_round if exact_rounds is not None
+                   else time.perf_counter() - start < seconds):
                 append_cpu += await one_round(appends, per_round)
                 entries += per_round
             cpu, elapsed = time.thread_time() - cpu0, time.perf_counter() - start
         finally:
             await factory.close()
-    return {"rate": entries / elapsed, "loop_us": cpu / entries * 1e6, "append_us": append_cpu / entries * 1e6}
+    per_entry = 1e6 / max(entries, 1)  # no entries: the --exact-rounds 0 baseline of a count
+    return {"rate": entries / elapsed, "loop_us": cpu * per_entry, "append_us": append_cpu * per_entry}
 
 
 async def one_round(appends: list, per_round: int) -> float:
@@ -107,12 +119,14 @@ def main() -> None:
                         help="L:N, L ledgers with rounds of N entries")
     parser.add_argument("--seconds", type=float, default=4.0, help="measured seconds per case and round")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--one", help=argparse.SUPPRESS)  # a single case, in the child process
+    parser.add_argument("--one", metavar="L:N", help="one case in this process, its figures as JSON")
+    parser.add_argument("--exact-rounds", type=int, metavar="R",
+                        help="with --one: R measured rounds, not --seconds of them (for a simulator)")
     args = parser.parse_args()
     if args.one:
         ledgers, per_round = (int(x) for x in args.one.split(":"))
         install_uvloop()
-        print(json.dumps(asyncio.run(one_case(ledgers, per_round, args.seconds))))
+        print(json.dumps(asyncio.run(one_case(ledgers, per_round, args.seconds, args.exact_rounds))))
         return
     print("$ python bench/ledger_shares.py " + shlex.join(sys.argv[1:]), flush=True)
     results: dict[str, list[dict]] = {case: [] for case in args.cases}

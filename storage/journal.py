@@ -216,9 +216,7 @@ class Journal:
         loop. Loop thread only. A small group is written here when the thread has nothing in hand
         and writes are quick, and reported before this returns (a failure too: nothing is
         raised); any other is queued for the thread and reported on a later turn."""
-        entry_bytes, most = _sizes(ops)
-        if self._handed == 0 and self._write_seconds < INLINE_MAX_WRITE_SECONDS and \
-                entry_bytes <= INLINE_GROUP_BYTES and self._offset + most <= self._allocated:
+        if self._handed == 0 and self._write_seconds < INLINE_MAX_WRITE_SECONDS and self._fits_inline(ops):
             self._write_group(ops, 0)
         else:
             self._handed += 1
@@ -227,6 +225,12 @@ class Journal:
                 self._allocated - self._offset < self._prealloc_bytes // 2:
             self._filling = True
             self._queue.put(_FILL)
+
+    def _fits_inline(self, ops: list) -> bool:
+        """ops are small enough for the loop to write, and fit in the zeros ahead. Asked last: the
+        sizes take a pass over a group's operations, one per ledger with many topics."""
+        entry_bytes, most = _sizes(ops)
+        return entry_bytes <= INLINE_GROUP_BYTES and self._offset + most <= self._allocated
 
     def close(self) -> None:
         """Stop after the groups already queued; blocks until the thread is gone."""
