@@ -30,7 +30,6 @@ from minipulsar.storage import EARLIEST, Durability, Entry, Position
 
 if TYPE_CHECKING:
     from minipulsar.broker.consumer import Consumer
-    from minipulsar.broker.producer import Producer
     from minipulsar.broker.topic_context import TopicContext
 
 log = logging.getLogger(__name__)
@@ -146,17 +145,16 @@ class NonPersistentTopic(AbstractTopic):
     """name: a non-persistent:// TopicName; context: what it sees of its broker."""
 
     persistent = False
+    __slots__ = ("name", "subscriptions", "partition_index", "deduplication", "terminated_at", "_receipt")
 
     def __init__(self, context: "TopicContext", name: TopicName):
-        self.context = context
+        super().__init__(context)
         self.name = name
-        self.producers: dict[str, Producer] = {}
         self.subscriptions: dict[str, NonPersistentSubscription] = {}
         self.partition_index = name.partition_index
         self.access = ProducerAccess(self)
         self.deduplication = None
         self.terminated_at = None
-        self.last_active = time.monotonic()  # broker/inactive_topics.py
         self._receipt = Durability()
         self._receipt.settle()
 

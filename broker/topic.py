@@ -26,7 +26,6 @@ from minipulsar.broker.topic_name import TopicName
 from minipulsar.storage import Durability, LedgerClosedError, ManagedLedger, PersistenceError, Position
 
 if TYPE_CHECKING:
-    from minipulsar.broker.producer import Producer
     from minipulsar.broker.topic_context import TopicContext
 
 log = logging.getLogger(__name__)
@@ -53,19 +52,19 @@ class PersistentTopic(AbstractTopic):
     """name: the TopicName; ledger: its ManagedLedger; context: what it sees of its broker."""
 
     persistent = True
+    __slots__ = ("name", "ledger", "subscriptions", "partition_index", "deduplication", "terminated_at",
+                 "_creating_subscription", "replication", "compaction")
 
     def __init__(self, context: "TopicContext", name: TopicName, ledger: ManagedLedger):
-        self.context = context
+        super().__init__(context)
         self.name = name
         self.ledger = ledger
-        self.producers: dict[str, Producer] = {}
         self.subscriptions: dict[str, Subscription] = {}
         self.partition_index = name.partition_index
         self.access = ProducerAccess(self)  # producer access modes and the topic epoch
         self.deduplication: MessageDeduplication | None = None  # set by initialize() when enabled
         terminated = context.metadata.data.get(TERMINATED_KEY, {}).get(str(name))
         self.terminated_at: Position | None = Position(*terminated) if terminated is not None else None
-        self.last_active = time.monotonic()  # broker/inactive_topics.py
         self._creating_subscription = asyncio.Lock()
         ledger.add_entry_listener(self._on_new_entries)
         for cursor_name, cursor in ledger.cursors.items():
