@@ -1,13 +1,13 @@
-"""Loaded by a broker that bench/bytecodes_per_message.py starts with this folder on PYTHONPATH:
+"""Loaded by a broker that bench/counts_per_message.py starts with this folder on PYTHONPATH:
 counts the bytecodes each function of the event loop's thread runs between SIGUSR1 (start) and
-SIGUSR2 (stop, then the counts go to the file named by BYTECODE_COUNTS_OUT). Nothing happens
+SIGUSR2 (stop, then the counts go to the file named by COUNTS_SITE_OUT). Nothing happens
 without that variable. Bench-only: tracing makes the broker many times slower."""
 import collections
 import os
 import signal
 import sys
 
-if os.environ.get("BYTECODE_COUNTS_OUT"):
+if os.environ.get("COUNTS_SITE_OUT"):
     _bytecodes: collections.Counter = collections.Counter()
     _calls: collections.Counter = collections.Counter()
 
@@ -27,7 +27,7 @@ if os.environ.get("BYTECODE_COUNTS_OUT"):
 
     def _stop(*_) -> None:
         sys.settrace(None)
-        with open(os.environ["BYTECODE_COUNTS_OUT"], "w") as out:
+        with open(os.environ["COUNTS_SITE_OUT"], "w") as out:
             for key, count in _bytecodes.most_common():
                 out.write(f"{count} {_calls[key]} {key}\n")
 
