@@ -39,7 +39,8 @@ class AbstractTopic:
 
     # Slots here and in both kinds of topic: with a thousand topics every SEND and every group's
     # report touch a topic few of whose fields are still in the processor's caches, and a slot is
-    # one memory access less than an instance dict's values (docs/performance.md, "Slots").
+    # one memory access less than an instance dict's values (docs/performance.md, "Counting
+    # instead of timing, and slots").
     __slots__ = ("producers", "access", "context", "last_active", "_removed_msg_in", "_removed_bytes_in",
                  "_removed_msg_out", "_removed_bytes_out")
 

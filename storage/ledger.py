@@ -67,7 +67,8 @@ class ManagedLedger:
 
     # Slots, not an instance dict: with a thousand topics a group's report touches every ledger's
     # objects, few of them still in the processor's caches, and an attribute in a slot is one
-    # memory access less than one in the instance dict's values (docs/performance.md, "Slots").
+    # memory access less than one in the instance dict's values (docs/performance.md, "Counting
+    # instead of timing, and slots").
     __slots__ = ("name", "folder", "config", "executor", "_on_closed", "_state", "_map", "_lac", "_listeners",
                  "_retention", "_current_created_ms", "_cache_budget", "_cache", "_journal", "_owner", "_commit",
                  "_reader", "_cursors", "_loop", "append", "next_valid_position", "read_entries")
