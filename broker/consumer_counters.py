@@ -11,11 +11,16 @@ class ConsumerCounters:
     the consumers' own counters summed, plus what consumers that left had counted (Pulsar's
     PersistentSubscription msgOutFromRemovedConsumer / bytesOutFromRemovedConsumers); rates are the
     connected consumers' summed and the last*Timestamp fields the latest of any consumer's, as
-    Pulsar's getStats adds them up."""
+    Pulsar's getStats adds them up. Slots, as the subscriptions that use it have (a topic's entry
+    listener reads every subscription of the topic per group: docs/performance.md, "Counting
+    instead of timing, and slots")."""
 
-    _removed_msg_out = 0
-    _removed_bytes_out = 0
-    _removed_latest = (0, 0, 0)  # lastConsumedFlow, lastConsumed, lastAcked of consumers that left
+    __slots__ = ("_removed_msg_out", "_removed_bytes_out", "_removed_latest")
+
+    def __init__(self) -> None:
+        self._removed_msg_out = 0
+        self._removed_bytes_out = 0
+        self._removed_latest = (0, 0, 0)  # lastConsumedFlow, lastConsumed, lastAcked of consumers that left
 
     @property
     def msg_out_counter(self) -> int:

@@ -42,8 +42,10 @@ class NonPersistentSubscription(ConsumerCounters):
 
     durable = False
     replicated = False
+    __slots__ = ("topic", "name", "sub_type", "dispatcher", "batch_acks", "msg_drop_counter", "drop_rate")
 
     def __init__(self, topic: "NonPersistentTopic", name: str):
+        super().__init__()
         self.topic = topic
         self.name = name
         self.sub_type: int | None = None

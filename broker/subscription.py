@@ -112,7 +112,12 @@ def key_shared_selector(config, first: "Consumer"):
 class Subscription(ConsumerCounters):
     """topic: the owning PersistentTopic; cursor: its ManagedCursor (durable or not)."""
 
+    __slots__ = ("topic", "name", "cursor", "durable", "sub_type", "dispatcher", "batch_acks", "reset_grace_until",
+                 "compacted_read_start", "expired", "last_expire_ms", "last_mark_delete_advanced_ms", "expiry_rate",
+                 "ack_state_gate")
+
     def __init__(self, topic: "PersistentTopic", name: str, cursor: ManagedCursor, durable: bool):
+        super().__init__()
         self.topic = topic
         self.name = name
         self.cursor = cursor

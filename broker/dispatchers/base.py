@@ -39,6 +39,11 @@ class Dispatcher:
 
     pauses_on_ack_state = False  # PIP-299 applies to multi-consumer dispatchers only
     counts_redeliveries = True  # Pulsar disables the redelivery tracker of single-active dispatchers
+    # Slots here and in the subclasses: the topic's entry listener wakes every dispatcher of the
+    # topic per group (docs/performance.md, "Counting instead of timing, and slots").
+    __slots__ = ("subscription", "cursor", "consumers", "redelivery", "redelivery_tracker", "max_read_entries",
+                 "max_read_bytes", "held", "_read_task", "_generation", "_wanted", "_avg_messages_per_entry",
+                 "closed", "delayed", "_told_end_of_topic")
 
     def __init__(self, subscription: "Subscription", max_read_entries: int, max_read_bytes: int):
         self.subscription = subscription

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 class SharedDispatcher(Dispatcher):
     pauses_on_ack_state = True
+    __slots__ = ("_turn",)
 
     def __init__(self, subscription, max_read_entries: int, max_read_bytes: int):
         super().__init__(subscription, max_read_entries, max_read_bytes)

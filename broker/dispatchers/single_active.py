@@ -24,6 +24,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
     counted (redelivery_count stays 0), as Pulsar's PersistentDispatcherSingleActiveConsumer."""
 
     counts_redeliveries = False
+    __slots__ = ("active", "failover")
 
     def __init__(self, subscription, max_read_entries: int, max_read_bytes: int, failover: bool):
         super().__init__(subscription, max_read_entries, max_read_bytes)

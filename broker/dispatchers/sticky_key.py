@@ -72,6 +72,8 @@ class StickyKeyDispatcher(Dispatcher):
     (LookAhead). key_shared_mode: AUTO_SPLIT 0 / STICKY 1."""
 
     pauses_on_ack_state = True
+    __slots__ = ("_owners", "_replay_slots", "allow_out_of_order", "gainers_join", "key_shared_mode", "look_ahead",
+                 "recently_joined", "selector", "sent")
 
     def __init__(self, subscription, max_read_entries: int, max_read_bytes: int,
                  selector: StickyKeyConsumerSelector, allow_out_of_order: bool, gainers_join: bool,
