@@ -105,19 +105,21 @@ def drive(broker: BrokerProcess, topics: int, rounds: int, count: Callable[[bool
 
 def bytecodes_at(topics: int, rounds: int) -> dict[str, tuple[float, float]]:
     """function -> (bytecodes, calls) per message, traced over `rounds` rounds at `topics` topics."""
-    out = Path(tempfile.mkdtemp(prefix="counts-")) / "bytecodes.txt"
-    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(SITE), os.environ.get("PYTHONPATH")])),
-           "COUNTS_SITE_OUT": str(out)}
-    broker = BrokerProcess(env=env, log_level="WARNING").start()
-    try:
-        drive(broker, topics, rounds, lambda on: os.kill(broker.pid, signal.SIGUSR1 if on else signal.SIGUSR2))
-        while not out.exists():  # the handler runs on the broker's next bytecode
-            time.sleep(0.05)
-    finally:
-        broker.stop()
+    with tempfile.TemporaryDirectory(prefix="counts-") as folder:
+        out = Path(folder) / "bytecodes.txt"
+        env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(SITE), os.environ.get("PYTHONPATH")])),
+               "COUNTS_SITE_OUT": str(out)}
+        broker = BrokerProcess(env=env, log_level="WARNING").start()
+        try:
+            drive(broker, topics, rounds, lambda on: os.kill(broker.pid, signal.SIGUSR1 if on else signal.SIGUSR2))
+            while not out.exists():  # the handler runs on the broker's next bytecode
+                time.sleep(0.05)
+        finally:
+            broker.cleanup()  # its data folder too
+        lines = out.read_text().splitlines()
     messages = rounds * MESSAGES_A_ROUND
     counts = {}
-    for line in out.read_text().splitlines():
+    for line in lines:
         bytecodes, calls, function = line.split(" ", 2)
         counts[short(function)] = (int(bytecodes) / messages, int(calls) / messages)
     return counts
@@ -126,15 +128,17 @@ def bytecodes_at(topics: int, rounds: int) -> dict[str, tuple[float, float]]:
 def callgrind_at(topics: int, rounds: int) -> dict[str, list[float]]:
     """{"event loop": [...], "all threads": [...]}: instructions, L1 data misses and L2 misses per
     message over `rounds` counted rounds at `topics` topics."""
-    out = Path(tempfile.mkdtemp(prefix="counts-")) / "callgrind.out"
-    broker = CallgrindBroker(out).start()
-    try:
-        drive(broker, topics, rounds, broker.switch)
-    finally:
-        broker.stop(timeout=300)  # callgrind writes its files on the way out
+    with tempfile.TemporaryDirectory(prefix="counts-") as folder:
+        out = Path(folder) / "callgrind.out"
+        broker = CallgrindBroker(out).start()
+        try:
+            drive(broker, topics, rounds, broker.switch)
+        finally:
+            broker.stop(timeout=300)  # callgrind writes its files on the way out
+            broker.cleanup()
+        threads = {path.name: callgrind_totals(path) for path in sorted(out.parent.glob(out.name + "-*"))}
     messages = rounds * MESSAGES_A_ROUND
-    threads = {path: callgrind_totals(path) for path in sorted(out.parent.glob(out.name + "-*"))}
-    loop = threads[out.parent / (out.name + "-01")]  # part 1: the main thread, the event loop's
+    loop = threads[out.name + "-01"]  # part 1: the main thread, the event loop's
     every = [sum(column) for column in zip(*threads.values())]
     return {name: [value / messages for value in figures] for name, figures in
             (("event loop", loop), ("all threads", every))}

@@ -27,9 +27,11 @@ if os.environ.get("COUNTS_SITE_OUT"):
 
     def _stop(*_) -> None:
         sys.settrace(None)
-        with open(os.environ["COUNTS_SITE_OUT"], "w") as out:
+        path = os.environ["COUNTS_SITE_OUT"]
+        with open(path + ".part", "w") as out:  # renamed once whole: the bench waits for the name
             for key, count in _bytecodes.most_common():
                 out.write(f"{count} {_calls[key]} {key}\n")
+        os.replace(path + ".part", path)
 
     signal.signal(signal.SIGUSR1, _start)
     signal.signal(signal.SIGUSR2, _stop)
