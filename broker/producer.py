@@ -115,6 +115,8 @@ class Producer:
         """Answer, oldest first, every publish whose entry is durable or failed; stop at the first
         one still being written (receipts must leave in send order). Also the done-callback of a
         group commit share (_durable: that share)."""
+        if _durable is self._watched:  # it holds its share's entries: let go of them with it
+            self._watched = None
         pending = self._pending
         while pending:
             head = pending[0]

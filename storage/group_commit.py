@@ -39,7 +39,7 @@ from .ledger_storage import SealOp
 from .ledger_map import LedgerMap
 from .position import Position, make_position
 from .unwritten import UnwrittenEntries
-from .write_latency import WriteLatency, WriteLatencyRecorder
+from .write_latency import WriteLatency, new_counts, record as record_latency, snapshot as latency_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +196,7 @@ class GroupCommit:
         # second): not the AppendOps, which go with their report.
         self._unwritten = UnwrittenEntries()
         self._drained: asyncio.Future | None = None
-        self._latency = WriteLatencyRecorder()
+        self._latency = new_counts()  # storage.write_latency's plain list
         self.entries_added = 0  # made durable since open (Pulsar entriesAddedCounter)
         self.add_entry_errors = 0  # appends failed since open (Pulsar addEntryErrors)
         self.fenced_ledgers: list[int] = []  # ledgers fenced after a write error of unknown outcome
@@ -224,7 +224,7 @@ class GroupCommit:
         tail = self._tail
         if tail is None or tail.ledger_id != ledger_id:
             tail = self._tail = AppendOp(self.owner, ledger_id, entry_id, self._append_offset,
-                                         Durability(), time.monotonic_ns(), self._fence)
+                                         time.monotonic_ns(), self._fence)
             self._fence = ()
             self._pending.append(tail)
             if self._in_flight is None:
@@ -234,7 +234,7 @@ class GroupCommit:
         self._append_bytes += len(data)
         self._append_offset = tail.end_offset
         self._cache.add(ledger_id, entry_id, data)
-        return make_position((ledger_id, entry_id)), tail.durability  # per entry: the fast constructor
+        return make_position((ledger_id, entry_id)), tail  # per entry: the fast constructor
 
     def _roll(self, ledger_id: int) -> None:
         """The next append starts ledger_id (the storage thread seals the one before)."""
@@ -265,7 +265,7 @@ class GroupCommit:
     @property
     def write_latency(self) -> WriteLatency:
         """Append-to-durable latency of every entry made durable since the start."""
-        return self._latency.snapshot()
+        return latency_snapshot(self._latency)
 
     # -- reports -------------------------------------------------------------
     def reported(self, error: OSError | None, fenced: bool, now_ns: int) -> None:
@@ -289,14 +289,14 @@ class GroupCommit:
             appended = True
             entries = len(op.datas)
             self.entries_added += entries
-            self._latency.record(op.started_ns, self._submitted_ns, now, entries)
+            record_latency(self._latency, op.started_ns, self._submitted_ns, now, entries)
             self._unwritten.add(op.ledger_id, op.first_entry, op.datas)
             self._queue.unwritten_bytes += op.nbytes
         if appended:
             self._on_batch(ops)  # readable first: a receipt never names an entry a read cannot find
             for op in ops:
                 if type(op) is AppendOp:
-                    op.durability.settle()
+                    op.settle()
 
     def _failed(self, ops: list, error: OSError, fenced: bool) -> None:
         """Fail the operations and every queued append (their ids are now wrong); continue from
@@ -323,7 +323,7 @@ class GroupCommit:
         self._cache.truncate(current.ledger_id, current.entries)
         for op in failed:
             if type(op) is AppendOp:
-                op.durability.settle(PersistenceError(f"append to {self.name} failed: {error}"))
+                op.settle(PersistenceError(f"append to {self.name} failed: {error}"))
 
     # -- entries durable, not yet in their segment --------------------------------
     def written(self, ledger_id: int, entries: int, limit: int) -> int:

@@ -54,6 +54,7 @@ from typing import Callable
 
 from . import journal_format as jf
 from . import segment
+from .durability import Durability
 from .journal_format import Mark
 from .thread_names import name_this_thread
 
@@ -94,13 +95,14 @@ class JournalLedger:
     journal_id: int = -1  # set by the journal on first use
 
 
-class AppendOp:
+class AppendOp(Durability):
     """Entries first_entry.. of ledger_id, at segment offset first_offset (their records' offsets in
     `offsets`, the segment's end after them in end_offset). seg_bytes: their segment records
     joined, set when the group is encoded (the ledger storage's round so writes one buffer per
     operation, not two per entry); fence: (ledger id, entries it keeps) pairs the journal writes
-    as SEAL records first. durability (storage.durability: settled once durable, or failed) and
-    started_ns (its first append: the write latency) are the loop's.
+    as SEAL records first. The operation is its appends' Durability (storage.durability: settled
+    once durable, or failed, by the loop); started_ns (its first append: the write latency) is the
+    loop's too.
     A plain class with slots: one is built for every ledger with appends in every group,
     thousands a second with many topics. It lives from its first append to its group's report
     (milliseconds): what the loop and the ledger storage keep of it until the entries are written
@@ -108,10 +110,13 @@ class AppendOp:
     does not track (storage.unwritten, and the ledger storage's pending runs)."""
 
     __slots__ = ("owner", "ledger_id", "first_entry", "first_offset", "datas", "offsets", "end_offset", "nbytes",
-                 "fence", "seg_bytes", "durability", "started_ns")
+                 "fence", "seg_bytes", "started_ns")
 
     def __init__(self, owner: JournalLedger, ledger_id: int, first_entry: int, first_offset: int,
-                 durability=None, started_ns: int = 0, fence: tuple[tuple[int, int], ...] = ()) -> None:
+                 started_ns: int = 0, fence: tuple[tuple[int, int], ...] = ()) -> None:
+        self.settled = False  # Durability's fields, without a call to its __init__
+        self.error = None
+        self._callbacks = None
         self.owner = owner
         self.ledger_id = ledger_id
         self.first_entry = first_entry
@@ -121,7 +126,6 @@ class AppendOp:
         self.nbytes = 0
         self.fence = fence
         self.seg_bytes = b""
-        self.durability = durability
         self.started_ns = started_ns
 
     def add(self, data: bytes) -> None:
@@ -141,7 +145,6 @@ class ControlOp:
     kind: int
     ledger_id: int = -1
     done: Callable[[BaseException | None], None] | None = None
-
 
 @dataclass(eq=False)
 class CheckpointOp:

@@ -5,7 +5,7 @@ import pytest
 from minipulsar.storage import Position
 from minipulsar.storage.ledger_map import LedgerMap
 from minipulsar.storage.trimming import MIB, ledgers_to_trim
-from minipulsar.storage.write_latency import WRITE_LATENCY_BUCKETS_USEC, WriteLatencyRecorder
+from minipulsar.storage.write_latency import WRITE_LATENCY_BUCKETS_USEC, new_counts, record, snapshot
 from tests.unit.storage.segments import index
 
 P = Position
@@ -56,11 +56,11 @@ def test_only_the_current_ledger():
 
 
 def test_write_latency_buckets():
-    rec = WriteLatencyRecorder()
-    rec.record(started_ns=0, submitted_ns=0, durable_ns=500_000, entries=2)        # 500 us: first bucket (inclusive)
-    rec.record(started_ns=0, submitted_ns=2_000_000, durable_ns=2_001_000, entries=1)  # middle of the span: 1001 us
-    rec.record(started_ns=0, submitted_ns=0, durable_ns=5_000_000_000, entries=3)  # beyond the last bound
-    got = rec.snapshot()
+    counts = new_counts()
+    record(counts, started_ns=0, submitted_ns=0, durable_ns=500_000, entries=2)  # 500 us: first bucket (inclusive)
+    record(counts, started_ns=0, submitted_ns=2_000_000, durable_ns=2_001_000, entries=1)  # middle of the span: 1001 us
+    record(counts, started_ns=0, submitted_ns=0, durable_ns=5_000_000_000, entries=3)  # beyond the last bound
+    got = snapshot(counts)
     assert got.bounds_usec == WRITE_LATENCY_BUCKETS_USEC
     assert got.counts == (2, 0, 1, 0, 0, 0, 0, 0, 0, 3)
     assert got.count == 6 and got.sum_usec == 2 * 500 + 1001 + 3 * 5_000_000
