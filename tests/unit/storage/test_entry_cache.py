@@ -1,6 +1,6 @@
 """The entry caches of a factory share one budget (managedLedgerCacheSizeMB, broker-wide)."""
 from minipulsar.storage import ManagedLedgerConfig
-from minipulsar.storage.entry_cache import CacheBudget, EntryCache
+from minipulsar.storage.entry_cache import EVICTION_WATERMARK, CacheBudget, EntryCache
 
 
 def test_many_caches_stay_within_one_budget():
@@ -39,3 +39,18 @@ def test_zero_budget_caches_nothing():
     cache = EntryCache(budget)
     cache.add(0, 0, b"x")
     assert cache.get(0, 0, 0) is None and budget.used == 0
+
+
+def test_an_eviction_brings_the_total_down_to_the_watermark():
+    """Pulsar's managedLedgerCacheEvictionWatermark (0.9): one eviction frees room for many appends."""
+    budget = CacheBudget(ManagedLedgerConfig(entry_cache_size_mb=1))
+    old, new = EntryCache(budget), EntryCache(budget)
+    for entry_id in range(1000):
+        old.add(0, entry_id, b"o" * 1000)
+    for entry_id in range(48):
+        new.add(0, entry_id, b"n" * 1000)
+    assert budget.used == 1_048_000, "not evicted yet: within 1 MiB"
+    new.add(0, 48, b"n" * 1000)
+    assert budget.used <= budget.limit * EVICTION_WATERMARK
+    assert new.get(0, 0, 48) is not None, "the cache appended to last keeps its entries"
+    assert budget.used == old._bytes + new._bytes
