@@ -121,18 +121,15 @@ class Producer:
         while pending:
             head = pending[0]
             if not head.done:
-                if not head.durable.settled:
+                durable = head.durable
+                if not durable.settled:
                     return
-                self._settle(head, head.durable.error)
+                head.done, head.error = True, durable.error
+                if head.error is None:
+                    self.msg_in += head.num_messages
+                    self.bytes_in += head.size
             pending.popleft()
             self._answer(head)
-
-    def _settle(self, pending: PendingPublish, error: BaseException | None) -> None:
-        pending.done = True
-        pending.error = error
-        if error is None:
-            self.msg_in += pending.num_messages
-            self.bytes_in += pending.size
 
     def _answer(self, publish: PendingPublish) -> None:
         """SEND_RECEIPT with the entry's position ((-1, -1) for a duplicate of unknown position)

@@ -223,13 +223,14 @@ class GroupCommit:
         ledger_id, entry_id = self._append_ledger, self._append_next
         tail = self._tail
         if tail is None or tail.ledger_id != ledger_id:
-            tail = self._tail = AppendOp(self.owner, ledger_id, entry_id, self._append_offset,
+            tail = self._tail = AppendOp(self.owner, ledger_id, entry_id, self._append_offset, data,
                                          time.monotonic_ns(), self._fence)
             self._fence = ()
             self._pending.append(tail)
             if self._in_flight is None:
                 self._queue.wake(self)
-        tail.add(data)
+        else:
+            tail.add(data)
         self._append_next = entry_id + 1
         self._append_bytes += len(data)
         self._append_offset = tail.end_offset

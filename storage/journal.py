@@ -112,24 +112,26 @@ class AppendOp(Durability):
     __slots__ = ("owner", "ledger_id", "first_entry", "first_offset", "datas", "offsets", "end_offset", "nbytes",
                  "fence", "seg_bytes", "started_ns")
 
-    def __init__(self, owner: JournalLedger, ledger_id: int, first_entry: int, first_offset: int,
+    def __init__(self, owner: JournalLedger, ledger_id: int, first_entry: int, first_offset: int, data: bytes,
                  started_ns: int = 0, fence: tuple[tuple[int, int], ...] = ()) -> None:
+        """data: the first entry (add() as inlined here: at 1,000 topics most operations hold one)."""
         self.settled = False  # Durability's fields, without a call to its __init__
         self.error = None
         self._callbacks = None
         self.owner = owner
         self.ledger_id = ledger_id
         self.first_entry = first_entry
-        self.first_offset = self.end_offset = first_offset
-        self.datas: list[bytes] = []
-        self.offsets = array("q")
-        self.nbytes = 0
+        self.first_offset = first_offset
+        self.datas: list[bytes] = [data]
+        self.offsets = array("q", (first_offset,))
+        self.end_offset = first_offset + segment.RECORD_OVERHEAD + len(data)
+        self.nbytes = len(data)
         self.fence = fence
         self.seg_bytes = b""
         self.started_ns = started_ns
 
     def add(self, data: bytes) -> None:
-        """One more entry, the next id of the ledger."""
+        """One more entry, the next id of the ledger (the first comes with the operation)."""
         self.datas.append(data)
         self.offsets.append(self.end_offset)
         self.end_offset += segment.RECORD_OVERHEAD + len(data)
