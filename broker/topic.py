@@ -26,6 +26,7 @@ from minipulsar.broker.topic_name import TopicName
 from minipulsar.storage import Durability, LedgerClosedError, ManagedLedger, PersistenceError, Position
 
 if TYPE_CHECKING:
+    from minipulsar.broker.dispatchers.base import Dispatcher
     from minipulsar.broker.topic_context import TopicContext
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ class PersistentTopic(AbstractTopic):
     """name: the TopicName; ledger: its ManagedLedger; context: what it sees of its broker."""
 
     persistent = True
-    __slots__ = ("name", "ledger", "subscriptions", "partition_index", "deduplication", "terminated_at",
+    __slots__ = ("name", "ledger", "subscriptions", "readers", "partition_index", "deduplication", "terminated_at",
                  "_creating_subscription", "replication", "compaction")
 
     def __init__(self, context: "TopicContext", name: TopicName, ledger: ManagedLedger):
@@ -60,6 +61,9 @@ class PersistentTopic(AbstractTopic):
         self.name = name
         self.ledger = ledger
         self.subscriptions: dict[str, Subscription] = {}
+        # The subscriptions' dispatchers that have consumers, which new entries wake (kept by
+        # Dispatcher._readers_changed); a dict for its insertion order.
+        self.readers: dict[Dispatcher, None] = {}
         self.partition_index = name.partition_index
         self.access = ProducerAccess(self)  # producer access modes and the topic epoch
         self.deduplication: MessageDeduplication | None = None  # set by initialize() when enabled
@@ -104,9 +108,9 @@ class PersistentTopic(AbstractTopic):
             await MessageDeduplication.remove(self.ledger)
 
     def _on_new_entries(self) -> None:
-        for subscription in list(self.subscriptions.values()):
-            if subscription.dispatcher is not None:
-                subscription.dispatcher.wake()
+        if self.readers:
+            for dispatcher in tuple(self.readers):  # a copy: a wake may end a consumer, and with it a reader
+                dispatcher.wake()
         self.replication.on_durable()
 
     # ---- publishing (producers by name: broker/abstract_topic.py) ----------------------------
