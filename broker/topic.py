@@ -27,6 +27,7 @@ from minipulsar.storage import Durability, LedgerClosedError, ManagedLedger, Per
 
 if TYPE_CHECKING:
     from minipulsar.broker.dispatchers.base import Dispatcher
+    from minipulsar.broker.replication.replicator import Replicator
     from minipulsar.broker.topic_context import TopicContext
 
 log = logging.getLogger(__name__)
@@ -61,9 +62,10 @@ class PersistentTopic(AbstractTopic):
         self.name = name
         self.ledger = ledger
         self.subscriptions: dict[str, Subscription] = {}
-        # The subscriptions' dispatchers that have consumers, which new entries wake (kept by
-        # Dispatcher._readers_changed); a dict for its insertion order.
-        self.readers: dict[Dispatcher, None] = {}
+        # What new entries wake: the subscriptions' dispatchers that have consumers (kept by
+        # Dispatcher._readers_changed) and the running replicators (TopicReplication); a dict
+        # for its insertion order.
+        self.readers: dict[Dispatcher | Replicator, None] = {}
         self.partition_index = name.partition_index
         self.access = ProducerAccess(self)  # producer access modes and the topic epoch
         self.deduplication: MessageDeduplication | None = None  # set by initialize() when enabled
@@ -109,9 +111,8 @@ class PersistentTopic(AbstractTopic):
 
     def _on_new_entries(self) -> None:
         if self.readers:
-            for dispatcher in tuple(self.readers):  # a copy: a wake may end a consumer, and with it a reader
-                dispatcher.wake()
-        self.replication.on_durable()
+            for reader in tuple(self.readers):  # a copy: a wake may end a consumer, and with it a reader
+                reader.wake()
 
     # ---- publishing (producers by name: broker/abstract_topic.py) ----------------------------
     def append(self, data: bytes, producer_name: str | None = None, sequence_id: int = 0,

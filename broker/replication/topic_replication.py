@@ -58,7 +58,7 @@ def set_replicated(subscription: "Subscription", enabled: bool) -> None:
 class TopicReplication:
     """topic: the PersistentTopic. Construct from the topic's __init__ (inside the event loop)."""
 
-    # Slots: on_appended and on_durable run per SEND and per group share of every topic.
+    # Slots: on_appended runs per SEND of every topic.
     __slots__ = ("topic", "clients", "config", "remotes", "replicators", "controller", "caches", "_tasks",
                  "_closed", "_updating")
 
@@ -88,6 +88,7 @@ class TopicReplication:
             wanted = self.clients.remotes_for(self.topic.name.namespace_name)
             for remote in [r for r in self.replicators if r not in wanted]:
                 replicator = self.replicators.pop(remote)
+                self.topic.readers.pop(replicator, None)
                 await replicator.close()
                 await self.topic.ledger.delete_cursor(replicator.cursor_name)
                 log.info("%s: no longer replicating to %s", self.topic.name, remote)
@@ -100,6 +101,7 @@ class TopicReplication:
                     await replicator.close()
                     return
                 self.replicators[remote] = replicator
+                self.topic.readers[replicator] = None  # new entries wake it from now on
                 log.info("%s: replicating to %s", self.topic.name, remote)
             changed, self.remotes = wanted != self.remotes, wanted
             await self._run_controller(bool(wanted) and self.config.enable_replicated_subscriptions, changed)
@@ -117,6 +119,8 @@ class TopicReplication:
     async def close(self) -> None:
         """Stop the controller and the replicators (their cursors stay, with their backlog)."""
         self._closed = True
+        for replicator in self.replicators.values():
+            self.topic.readers.pop(replicator, None)
         self._tasks.cancel()
         await self._tasks.wait()
         if self.controller is not None:
@@ -128,12 +132,6 @@ class TopicReplication:
         """An entry was queued for the ledger: data (non-marker) entries arm the next snapshot."""
         if self.controller is not None and self.active and not mk.is_marker_entry(data):  # per SEND: cheapest first
             self.controller.data_written()
-
-    def on_durable(self) -> None:
-        """New entries became readable: wake the replicators."""
-        if self.replicators and self.active:  # per report: cheapest first
-            for replicator in self.replicators.values():
-                replicator.wake()
 
     async def write_marker(self, marker_type: int, message, replicate_to=()) -> Position:
         """Append a marker entry to the topic; returns its position."""
