@@ -235,7 +235,8 @@ class GroupCommit:
         self._append_bytes += len(data)
         self._append_offset = tail.end_offset
         self._cache.add(ledger_id, entry_id, data)
-        return make_position((ledger_id, entry_id)), tail  # per entry: the fast constructor
+        position = tail.last_position = make_position((ledger_id, entry_id))  # per entry: the fast constructor
+        return position, tail
 
     def _roll(self, ledger_id: int) -> None:
         """The next append starts ledger_id (the storage thread seals the one before)."""

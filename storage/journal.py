@@ -56,6 +56,7 @@ from . import journal_format as jf
 from . import segment
 from .durability import Durability
 from .journal_format import Mark
+from .position import Position
 from .thread_names import name_this_thread
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,7 @@ class AppendOp(Durability):
     does not track (storage.unwritten, and the ledger storage's pending runs)."""
 
     __slots__ = ("owner", "ledger_id", "first_entry", "first_offset", "datas", "offsets", "end_offset", "nbytes",
-                 "fence", "seg_bytes", "started_ns")
+                 "fence", "seg_bytes", "started_ns", "last_position")
 
     def __init__(self, owner: JournalLedger, ledger_id: int, first_entry: int, first_offset: int, data: bytes,
                  started_ns: int = 0, fence: tuple[tuple[int, int], ...] = ()) -> None:
@@ -129,6 +130,9 @@ class AppendOp(Durability):
         self.fence = fence
         self.seg_bytes = b""
         self.started_ns = started_ns
+        # The Position the loop answered for its last append: the last confirmed position once
+        # durable, without making another.
+        self.last_position: Position | None = None
 
     def add(self, data: bytes) -> None:
         """One more entry, the next id of the ledger (the first comes with the operation)."""

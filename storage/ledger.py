@@ -38,7 +38,7 @@ from .errors import CursorError, LedgerClosedError, StorageError
 from .group_commit import GroupCommit, JournalQueue
 from .journal import ControlOp, JournalLedger
 from .ledger_map import LedgerInfo, LedgerMap
-from .position import EARLIEST, Position, make_position
+from .position import EARLIEST, Position
 from .write_latency import WriteLatency
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ class ManagedLedger:
             info.end_offset = op.end_offset
             last = op
         if last is not None:
-            self._lac = make_position((last.ledger_id, last.first_entry + len(last.offsets) - 1))
+            self._lac = last.last_position
             for cb in self._listeners:
                 try:
                     cb()
