@@ -54,13 +54,14 @@ class PersistentTopic(AbstractTopic):
     """name: the TopicName; ledger: its ManagedLedger; context: what it sees of its broker."""
 
     persistent = True
-    __slots__ = ("name", "ledger", "subscriptions", "readers", "partition_index", "deduplication", "terminated_at",
+    __slots__ = ("name", "ledger", "_ledger_append", "subscriptions", "readers", "partition_index", "deduplication", "terminated_at",
                  "_creating_subscription", "replication", "compaction")
 
     def __init__(self, context: "TopicContext", name: TopicName, ledger: ManagedLedger):
         super().__init__(context)
         self.name = name
         self.ledger = ledger
+        self._ledger_append = ledger.append  # per SEND: the ledger's own object stays out of the way
         self.subscriptions: dict[str, Subscription] = {}
         # What new entries wake: the subscriptions' dispatchers that have consumers (kept by
         # Dispatcher._readers_changed) and the running replicators (TopicReplication); a dict
@@ -128,9 +129,10 @@ class PersistentTopic(AbstractTopic):
         return self._append_entry(data)
 
     def _append_entry(self, data: bytes) -> tuple[Position, Durability]:
-        self.check_not_terminated()
+        if self.terminated_at is not None:  # per SEND: the check's call only when it raises
+            self.check_not_terminated()
         try:
-            appended = self.ledger.append(data)
+            appended = self._ledger_append(data)
         except LedgerClosedError as exc:
             raise ServiceNotReadyError(str(exc)) from exc
         self.replication.on_appended(data)
