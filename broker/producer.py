@@ -52,7 +52,7 @@ class Producer:
     # still in the processor's caches (storage.ledger.ManagedLedger's __slots__ says why).
     __slots__ = ("topic", "connection", "producer_id", "name", "access_mode", "metadata", "requested_topic_epoch",
                  "topic_epoch", "ready", "last_sequence_id", "schema_version", "closed", "connected_since",
-                 "msg_in", "bytes_in", "rates", "_pending", "_watched")
+                 "msg_in", "bytes_in", "rates", "_pending", "_watched", "_on_durable")
 
     def __init__(self, topic: "PersistentTopic", connection: "ProducerConnection", spec: ProducerSpec, name: str):
         self.topic = topic
@@ -74,6 +74,8 @@ class Producer:
         self.rates = RateMeter(2)  # msg/s, bytes/s of msg_in, bytes_in (the broker's stats timer)
         self._pending: collections.deque[PendingPublish] = collections.deque()
         self._watched: Durability | None = None  # the last group-commit share with our callback
+        # _answer_ready bound once: a bound method made per share would be freed cold at its report
+        self._on_durable = self._answer_ready
 
     def __repr__(self) -> str:
         return f"Producer({self.name!r}, id={self.producer_id}, topic={self.topic.name})"
@@ -109,7 +111,7 @@ class Producer:
         # Durability, whose callbacks run in the turn that hears the journal's report.
         elif pending.durable is not self._watched:
             self._watched = pending.durable
-            pending.durable.add_done_callback(self._answer_ready)
+            pending.durable.add_done_callback(self._on_durable)
 
     def _answer_ready(self, _durable: Durability | None = None) -> None:
         """Answer, oldest first, every publish whose entry is durable or failed; stop at the first
