@@ -16,19 +16,27 @@ class UnwrittenEntries:
     """ledger id -> the entries of that ledger not yet in its segment, consecutive from ``first``.
     Sizes are entry bytes (len of the data), as the factory's unwrittenBytes counts them."""
 
-    __slots__ = ("_first", "_entries")
+    __slots__ = ("_first", "_entries", "_tail_id", "_tail")
 
     def __init__(self) -> None:
         self._first: dict[int, int] = {}  # ledger id -> entry id of the list's first entry
         self._entries: dict[int, list[bytes]] = {}
+        # The list added to last and its ledger id (None: none): with 1,000 topics every report
+        # adds to one ledger's list, and the dicts' lookups would touch two more cold objects.
+        self._tail_id: int | None = None
+        self._tail: list[bytes] | None = None
 
     def add(self, ledger_id: int, first_entry: int, datas: list[bytes]) -> None:
         """Entries first_entry.. of ledger_id became durable; they follow the ledger's last ones."""
+        if ledger_id == self._tail_id:
+            self._tail += datas
+            return
         entries = self._entries.get(ledger_id)
         if entries is None:
             self._first[ledger_id] = first_entry
             self._entries[ledger_id] = entries = []
         entries += datas
+        self._tail_id, self._tail = ledger_id, entries
 
     def release(self, ledger_id: int, written: int, limit: int) -> tuple[int, int]:
         """The ledger storage wrote the first ``written`` entries of ledger_id (and all of every
@@ -49,7 +57,7 @@ class UnwrittenEntries:
             if entries:
                 self._first[lid] = first + count
             else:
-                del self._entries[lid], self._first[lid]
+                self._drop(lid)
         return released, freed
 
     def read(self, ledger_id: int, first: int, last: int) -> list[bytes] | None:
@@ -68,14 +76,22 @@ class UnwrittenEntries:
 
     def forget(self, ledger_id: int) -> int:
         """Drop ledger_id's entries (it was trimmed); returns the bytes let go."""
+        freed = sum(map(len, self._entries.get(ledger_id, ())))
+        self._drop(ledger_id)
+        return freed
+
+    def _drop(self, ledger_id: int) -> None:
         self._first.pop(ledger_id, None)
-        return sum(map(len, self._entries.pop(ledger_id, ())))
+        self._entries.pop(ledger_id, None)
+        if ledger_id == self._tail_id:  # the next add to it starts a new list, in the dicts
+            self._tail_id = self._tail = None
 
     def clear(self) -> int:
         """Drop everything (the ledger storage wrote it all); returns the bytes let go."""
         freed = sum(sum(map(len, entries)) for entries in self._entries.values())
         self._entries.clear()
         self._first.clear()
+        self._tail_id = self._tail = None
         return freed
 
     def __len__(self) -> int:

@@ -46,6 +46,17 @@ def test_a_ledger_written_behind_a_later_one_keeps_that_later_one():
     assert unwritten.read(4, 0, 1) == [b"x", b"yy"]
 
 
+def test_a_ledger_written_out_and_then_added_to_again_starts_from_its_new_entries():
+    unwritten = UnwrittenEntries()
+    unwritten.add(5, 0, [b"a"])
+    assert unwritten.release(5, 1, limit=10) == (1, 1)
+    unwritten.add(5, 1, [b"b"])  # the same ledger as the last add, whose list went
+    assert unwritten.first(5) == 1 and unwritten.read(5, 1, 1) == [b"b"] and len(unwritten) == 1
+    assert unwritten.forget(5) == 1
+    unwritten.add(5, 2, [b"c"])
+    assert unwritten.first(5) == 2 and unwritten.read(5, 2, 2) == [b"c"]
+
+
 def test_forget_and_clear_return_the_bytes_let_go():
     unwritten = held([b"a", b"bb"], [b"xyz"])
     assert unwritten.forget(3) == 3 and unwritten.first(3) is None
