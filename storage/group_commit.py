@@ -130,7 +130,11 @@ class JournalQueue:
         merges submitted groups whole): each ledger hears once, with no list built for it."""
         error, fenced, last = report.error, report.fenced, None
         now = time.monotonic_ns()  # when the loop heard of it: the durable time of every share
-        for op in report.ops:
+        ops = report.ops  # the operations' last holder but their ledgers (the journal is done with it)
+        for i, op in enumerate(ops):
+            # Let go here, so an operation goes with its ledger's own list of them, while its
+            # objects are still in the processor's caches, not in a burst after the whole group.
+            ops[i] = None
             # A checkpoint or a standalone DELETE has no commit: the ledger storage runs its done()
             # once it acted on it, or it runs here when the group failed.
             commit = None if type(op) is CheckpointOp else op.owner.commit

@@ -162,9 +162,10 @@ class CheckpointOp:
 
 @dataclass
 class GroupReport:
-    """One written (or failed) group, reported to the loop: its operations in order, the error
-    that failed it (None: durable), whether the ledgers must move to new ledgers (fenced), and
-    how many submitted groups the journal thread merged into it (0: written on the loop)."""
+    """One written (or failed) group, reported to the loop: its operations in order (the loop's
+    JournalQueue.report lets go of each as it tells its ledger: the list ends full of None), the
+    error that failed it (None: durable), whether the ledgers must move to new ledgers (fenced),
+    and how many submitted groups the journal thread merged into it (0: written on the loop)."""
 
     ops: list
     error: OSError | None = None
