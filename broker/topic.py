@@ -54,7 +54,7 @@ class PersistentTopic(AbstractTopic):
     """name: the TopicName; ledger: its ManagedLedger; context: what it sees of its broker."""
 
     persistent = True
-    __slots__ = ("name", "ledger", "_ledger_append", "subscriptions", "readers", "partition_index", "deduplication", "terminated_at",
+    __slots__ = ("name", "ledger", "_ledger_append", "subscriptions", "entry_waiters", "partition_index", "deduplication", "terminated_at",
                  "_creating_subscription", "replication", "compaction")
 
     def __init__(self, context: "TopicContext", name: TopicName, ledger: ManagedLedger):
@@ -63,10 +63,10 @@ class PersistentTopic(AbstractTopic):
         self.ledger = ledger
         self._ledger_append = ledger.append  # per SEND: the ledger's own object stays out of the way
         self.subscriptions: dict[str, Subscription] = {}
-        # What new entries wake: the subscriptions' dispatchers that have consumers (kept by
-        # Dispatcher._readers_changed) and the running replicators (TopicReplication); a dict
-        # for its insertion order.
-        self.readers: dict[Dispatcher | Replicator, None] = {}
+        # What new entries wake (set_entry_waiter): the subscriptions' dispatchers that have
+        # consumers and the running replicators. A tuple, replaced on a change: the empty one is
+        # shared, so a topic nobody reads costs its reports no object of its own.
+        self.entry_waiters: tuple[Dispatcher | Replicator, ...] = ()
         self.partition_index = name.partition_index
         self.access = ProducerAccess(self)  # producer access modes and the topic epoch
         self.deduplication: MessageDeduplication | None = None  # set by initialize() when enabled
@@ -111,9 +111,14 @@ class PersistentTopic(AbstractTopic):
             await MessageDeduplication.remove(self.ledger)
 
     def _on_new_entries(self) -> None:
-        if self.readers:
-            for reader in tuple(self.readers):  # a copy: a wake may end a consumer, and with it a reader
-                reader.wake()
+        if self.entry_waiters:  # none while nobody reads the topic: no iterator made then
+            for waiter in self.entry_waiters:  # a wake that changes them replaces the tuple, not this one
+                waiter.wake()
+
+    def set_entry_waiter(self, waiter: "Dispatcher | Replicator", waiting: bool) -> None:
+        """New entries wake waiter (its wake()) from now on when waiting, else no more."""
+        others = tuple(w for w in self.entry_waiters if w is not waiter)
+        self.entry_waiters = others + (waiter,) if waiting else others
 
     # ---- publishing (producers by name: broker/abstract_topic.py) ----------------------------
     def append(self, data: bytes, producer_name: str | None = None, sequence_id: int = 0,

@@ -78,14 +78,14 @@ class Dispatcher:
     # ---- consumers -------------------------------------------------------------------------
     def add_consumer(self, consumer: "Consumer") -> None:
         self.consumers.append(consumer)
-        self._readers_changed()
+        self._update_entry_waiter()
         self.wake()
 
     def remove_consumer(self, consumer: "Consumer") -> None:
         """Forget consumer; its unacknowledged entries go to the redelivery set for the others."""
         if consumer in self.consumers:
             self.consumers.remove(consumer)
-            self._readers_changed()
+            self._update_entry_waiter()
         self.redelivery.update(consumer.take_pending())
         self.wake()
 
@@ -130,21 +130,16 @@ class Dispatcher:
         for consumer in self.consumers:
             consumer.clear_pending()
 
-    def _readers_changed(self) -> None:
-        """Keep this dispatcher among its topic's readers (PersistentTopic.readers, the
-        dispatchers new entries wake) while it has consumers and is open: one without consumers
-        has nobody to read for, and a topic's every report would touch it. Call it after any
-        change of consumers or closed. Pulsar's ManagedLedgerImpl likewise notifies only its
-        waiting cursors of new entries."""
-        readers = self.subscription.topic.readers
-        if self.consumers and not self.closed:
-            readers[self] = None
-        else:
-            readers.pop(self, None)
+    def _update_entry_waiter(self) -> None:
+        """New entries wake this dispatcher (PersistentTopic.entry_waiters) while it has consumers
+        and is open: one without consumers has nobody to read for, and every report of its topic
+        would touch it. Call it after any change of consumers or closed. Pulsar's
+        ManagedLedgerImpl likewise notifies only its waiting cursors of new entries."""
+        self.subscription.topic.set_entry_waiter(self, bool(self.consumers) and not self.closed)
 
     def close(self) -> None:
         self.closed = True
-        self._readers_changed()
+        self._update_entry_waiter()
         self.held.clear()
         if self.delayed is not None:
             self.delayed.close()

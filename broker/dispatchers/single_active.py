@@ -33,7 +33,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
 
     def add_consumer(self, consumer: "Consumer") -> None:
         self.consumers.append(consumer)
-        self._readers_changed()
+        self._update_entry_waiter()
         if not self._elect() and self.failover:
             # The active consumer stayed: only the newcomer needs to hear who it is.
             asyncio.get_running_loop().call_soon(self._notify_active, [consumer])

@@ -104,7 +104,7 @@ class StickyKeyDispatcher(Dispatcher):
         self.selector.add_consumer(consumer)  # raises ConsumerAssignError: nothing changed then
         self._owners.clear()
         self.consumers.append(consumer)
-        self._readers_changed()
+        self._update_entry_waiter()
         self._joined([consumer] + (self._gainers(before) if self.gainers_join else []))
         self.wake()
 

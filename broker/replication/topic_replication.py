@@ -88,7 +88,7 @@ class TopicReplication:
             wanted = self.clients.remotes_for(self.topic.name.namespace_name)
             for remote in [r for r in self.replicators if r not in wanted]:
                 replicator = self.replicators.pop(remote)
-                self.topic.readers.pop(replicator, None)
+                self.topic.set_entry_waiter(replicator, False)
                 await replicator.close()
                 await self.topic.ledger.delete_cursor(replicator.cursor_name)
                 log.info("%s: no longer replicating to %s", self.topic.name, remote)
@@ -101,7 +101,7 @@ class TopicReplication:
                     await replicator.close()
                     return
                 self.replicators[remote] = replicator
-                self.topic.readers[replicator] = None  # new entries wake it from now on
+                self.topic.set_entry_waiter(replicator, True)  # new entries wake it from now on
                 log.info("%s: replicating to %s", self.topic.name, remote)
             changed, self.remotes = wanted != self.remotes, wanted
             await self._run_controller(bool(wanted) and self.config.enable_replicated_subscriptions, changed)
@@ -120,7 +120,7 @@ class TopicReplication:
         """Stop the controller and the replicators (their cursors stay, with their backlog)."""
         self._closed = True
         for replicator in self.replicators.values():
-            self.topic.readers.pop(replicator, None)
+            self.topic.set_entry_waiter(replicator, False)
         self._tasks.cancel()
         await self._tasks.wait()
         if self.controller is not None:

@@ -119,21 +119,21 @@ async def test_two_subscribes_of_a_new_name_at_once_share_one_subscription(harne
 
 
 async def test_new_entries_wake_only_the_dispatchers_with_consumers(harness):
-    """PersistentTopic.readers: a dispatcher joins with its first consumer, leaves with its last
+    """PersistentTopic.entry_waiters: a dispatcher joins with its first consumer, leaves with its last
     one, and a closed one is never woken (Pulsar notifies only the cursors waiting for entries)."""
     topic = (await harness()).topic
     (await consumer(topic, 9, SubType.Shared, "idle")).close()  # a subscription whose consumer left
     idle = topic.subscriptions["idle"].dispatcher
-    assert idle is not None and not idle.closed and topic.readers == {}
+    assert idle is not None and not idle.closed and topic.entry_waiters == ()
     first = await consumer(topic, 1, SubType.Shared, "busy")
     busy = topic.subscriptions["busy"].dispatcher
-    assert list(topic.readers) == [busy]
+    assert topic.entry_waiters == (busy,)
     second = await consumer(topic, 2, SubType.Shared, "busy")
     first.close()
-    assert list(topic.readers) == [busy], "one consumer is left"
+    assert topic.entry_waiters == (busy,), "one consumer is left"
     second.close()
-    assert topic.readers == {}
+    assert topic.entry_waiters == ()
     await consumer(topic, 3, SubType.Failover, "other")
-    assert list(topic.readers) == [topic.subscriptions["other"].dispatcher]
+    assert topic.entry_waiters == (topic.subscriptions["other"].dispatcher,)
     await topic.remove_subscription("other")  # its consumer still attached
-    assert topic.readers == {}, "a stopped subscription's dispatcher is closed and leaves"
+    assert topic.entry_waiters == (), "a stopped subscription's dispatcher is closed and leaves"
