@@ -64,8 +64,9 @@ class PersistentTopic(AbstractTopic):
         self._ledger_append = ledger.append  # per SEND: the ledger's own object stays out of the way
         self.subscriptions: dict[str, Subscription] = {}
         # What new entries wake (set_entry_waiter): the subscriptions' dispatchers that have
-        # consumers and the running replicators. A tuple, replaced on a change: the empty one is
-        # shared, so a topic nobody reads costs its reports no object of its own.
+        # consumers and the running replicators. The topic listens to its ledger's new entries
+        # only while there are some, so the reports of a topic nobody reads touch no object of
+        # the topic's. A tuple, replaced on a change.
         self.entry_waiters: tuple[Dispatcher | Replicator, ...] = ()
         self.partition_index = name.partition_index
         self.access = ProducerAccess(self)  # producer access modes and the topic epoch
@@ -73,7 +74,6 @@ class PersistentTopic(AbstractTopic):
         terminated = context.metadata.data.get(TERMINATED_KEY, {}).get(str(name))
         self.terminated_at: Position | None = Position(*terminated) if terminated is not None else None
         self._creating_subscription = asyncio.Lock()
-        ledger.add_entry_listener(self._on_new_entries)
         for cursor_name, cursor in ledger.cursors.items():
             if not is_system_cursor(cursor_name, context.replicator_prefix):
                 self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor, durable=True)
@@ -111,14 +111,18 @@ class PersistentTopic(AbstractTopic):
             await MessageDeduplication.remove(self.ledger)
 
     def _on_new_entries(self) -> None:
-        if self.entry_waiters:  # none while nobody reads the topic: no iterator made then
-            for waiter in self.entry_waiters:  # a wake that changes them replaces the tuple, not this one
-                waiter.wake()
+        for waiter in self.entry_waiters:  # a wake that changes them replaces the tuple, not this one
+            waiter.wake()
 
     def set_entry_waiter(self, waiter: "Dispatcher | Replicator", waiting: bool) -> None:
         """New entries wake waiter (its wake()) from now on when waiting, else no more."""
+        had = bool(self.entry_waiters)
         others = tuple(w for w in self.entry_waiters if w is not waiter)
         self.entry_waiters = others + (waiter,) if waiting else others
+        if self.entry_waiters and not had:
+            self.ledger.add_entry_listener(self._on_new_entries)
+        elif had and not self.entry_waiters:
+            self.ledger.remove_entry_listener(self._on_new_entries)
 
     # ---- publishing (producers by name: broker/abstract_topic.py) ----------------------------
     def append(self, data: bytes, producer_name: str | None = None, sequence_id: int = 0,
