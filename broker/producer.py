@@ -74,7 +74,8 @@ class Producer:
         self.rates = RateMeter(2)  # msg/s, bytes/s of msg_in, bytes_in (the broker's stats timer)
         self._pending: collections.deque[PendingPublish] = collections.deque()
         self._watched: Durability | None = None  # the last group-commit share with our callback
-        # _answer_ready bound once: a bound method made per share would be freed cold at its report
+        # _answer_ready bound once: a bound method made per share would be freed cold at its report.
+        # (A cycle through this producer: the collector frees a closed one.)
         self._on_durable = self._answer_ready
 
     def __repr__(self) -> str:

@@ -54,8 +54,8 @@ class PersistentTopic(AbstractTopic):
     """name: the TopicName; ledger: its ManagedLedger; context: what it sees of its broker."""
 
     persistent = True
-    __slots__ = ("name", "ledger", "_ledger_append", "subscriptions", "entry_waiters", "partition_index", "deduplication", "terminated_at",
-                 "_creating_subscription", "replication", "compaction")
+    __slots__ = ("name", "ledger", "_ledger_append", "subscriptions", "entry_waiters", "partition_index",
+                 "deduplication", "terminated_at", "_creating_subscription", "replication", "compaction")
 
     def __init__(self, context: "TopicContext", name: TopicName, ledger: ManagedLedger):
         super().__init__(context)

@@ -35,6 +35,7 @@ class CacheBudget:
         return self.config.entry_cache_size_mb << 20
 
     def join(self, cache: "EntryCache") -> None:
+        """cache (a new ledger's) shares this budget until forget(cache)."""
         self._caches[cache] = None
 
     def evict(self) -> None:
@@ -90,6 +91,7 @@ class EntryCache:
 
     @property
     def holds_entries(self) -> bool:
+        """Whether the run has an entry left to evict."""
         return bool(self._datas)
 
     def evict_half(self) -> None:

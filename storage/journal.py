@@ -152,6 +152,7 @@ class ControlOp:
     ledger_id: int = -1
     done: Callable[[BaseException | None], None] | None = None
 
+
 @dataclass(eq=False)
 class CheckpointOp:
     """Passes through the journal (no record) to the ledger storage, which writes everything
