@@ -35,20 +35,18 @@ class CacheBudget:
         return self.config.entry_cache_size_mb << 20
 
     def join(self, cache: "EntryCache") -> None:
-        """cache (a new ledger's) shares this budget until forget(cache)."""
+        """cache (an open ledger's, from its first entry) shares this budget until forget(cache)."""
         self._caches[cache] = None
 
     def evict(self) -> None:
-        """The caches appended to least recently give up their oldest half until the total is
-        within EVICTION_WATERMARK of the budget."""
+        """The cache appended to least recently gives up its oldest half, again until it is empty,
+        then the next, until the total is within EVICTION_WATERMARK of the budget."""
         target = self.limit * EVICTION_WATERMARK
-        oldest_first = sorted(self._caches, key=lambda cache: cache.stamp)
-        while self.used > target and oldest_first:
-            for cache in oldest_first:
-                if self.used <= target:
-                    return
+        for cache in sorted(self._caches, key=lambda cache: cache.stamp):
+            while self.used > target and cache.holds_entries:
                 cache.evict_half()
-            oldest_first = [cache for cache in oldest_first if cache.holds_entries]
+            if self.used <= target:
+                return
 
     def released(self, nbytes: int) -> None:
         self.used -= nbytes
@@ -71,13 +69,14 @@ class EntryCache:
         self._datas: list[bytes] = []
         self._bytes = 0
         self.stamp = 0  # the budget's append count at this cache's latest append
-        budget.join(self)
 
     def add(self, ledger_id: int, entry_id: int, data: bytes) -> None:
         """Cache the entry just appended (entry ids of one ledger arrive in order)."""
         if ledger_id != self.ledger_id or entry_id != self.first_entry + len(self._datas):
             self.clear()
             self.ledger_id, self.first_entry = ledger_id, entry_id
+            # Joined here, not when made: a ledger whose open fails never appends, nor is forgotten.
+            self._budget.join(self)
         budget = self._budget
         if budget.config.entry_cache_size_mb <= 0:
             return

@@ -54,3 +54,17 @@ def test_an_eviction_brings_the_total_down_to_the_watermark():
     assert budget.used <= budget.limit * EVICTION_WATERMARK
     assert new.get(0, 0, 48) is not None, "the cache appended to last keeps its entries"
     assert budget.used == old._bytes + new._bytes
+
+
+def test_a_newer_cache_gives_up_nothing_while_an_older_one_has_entries():
+    budget = CacheBudget(ManagedLedgerConfig(entry_cache_size_mb=1))
+    old, new = EntryCache(budget), EntryCache(budget)
+    for entry_id in range(150):
+        old.add(0, entry_id, b"o" * 1000)
+    for entry_id in range(898):
+        new.add(0, entry_id, b"n" * 1000)
+    assert budget.used == 1_048_000, "within 1 MiB until the next append"
+    new.add(0, 898, b"n" * 1000)
+    assert budget.used <= budget.limit * EVICTION_WATERMARK
+    assert old.get(0, 0, 0) is None, "the older cache gave up its oldest entries"
+    assert new.get(0, 0, 898) is not None and new._bytes == 899_000, "the newer one kept all of its"
