@@ -3,6 +3,17 @@ from minipulsar.storage import ManagedLedgerConfig
 from minipulsar.storage.entry_cache import EVICTION_WATERMARK, CacheBudget, EntryCache
 
 
+def old_and_new(old_entries: int, new_entries: int) -> tuple[CacheBudget, EntryCache, EntryCache]:
+    """A 1 MiB budget whose cache `old` got old_entries of 1,000 B, then `new` new_entries."""
+    budget = CacheBudget(ManagedLedgerConfig(entry_cache_size_mb=1))
+    old, new = EntryCache(budget), EntryCache(budget)
+    for entry_id in range(old_entries):
+        old.add(0, entry_id, b"o" * 1000)
+    for entry_id in range(new_entries):
+        new.add(0, entry_id, b"n" * 1000)
+    return budget, old, new
+
+
 def test_many_caches_stay_within_one_budget():
     budget = CacheBudget(ManagedLedgerConfig(entry_cache_size_mb=1))
     caches = [EntryCache(budget) for _ in range(50)]
@@ -15,12 +26,7 @@ def test_many_caches_stay_within_one_budget():
 
 
 def test_least_recently_appended_cache_gives_up_entries_first():
-    budget = CacheBudget(ManagedLedgerConfig(entry_cache_size_mb=1))
-    idle, busy = EntryCache(budget), EntryCache(budget)
-    for entry_id in range(600):
-        idle.add(0, entry_id, b"i" * 1000)
-    for entry_id in range(800):
-        busy.add(0, entry_id, b"b" * 1000)
+    budget, idle, busy = old_and_new(600, 800)
     assert idle.get(0, 0, 0) is None and busy.get(0, 799, 799) is not None
     assert budget.used <= budget.limit
 
@@ -43,12 +49,7 @@ def test_zero_budget_caches_nothing():
 
 def test_an_eviction_brings_the_total_down_to_the_watermark():
     """Pulsar's managedLedgerCacheEvictionWatermark (0.9): one eviction frees room for many appends."""
-    budget = CacheBudget(ManagedLedgerConfig(entry_cache_size_mb=1))
-    old, new = EntryCache(budget), EntryCache(budget)
-    for entry_id in range(1000):
-        old.add(0, entry_id, b"o" * 1000)
-    for entry_id in range(48):
-        new.add(0, entry_id, b"n" * 1000)
+    budget, old, new = old_and_new(1000, 48)
     assert budget.used == 1_048_000, "not evicted yet: within 1 MiB"
     new.add(0, 48, b"n" * 1000)
     assert budget.used <= budget.limit * EVICTION_WATERMARK
@@ -57,12 +58,7 @@ def test_an_eviction_brings_the_total_down_to_the_watermark():
 
 
 def test_a_newer_cache_gives_up_nothing_while_an_older_one_has_entries():
-    budget = CacheBudget(ManagedLedgerConfig(entry_cache_size_mb=1))
-    old, new = EntryCache(budget), EntryCache(budget)
-    for entry_id in range(150):
-        old.add(0, entry_id, b"o" * 1000)
-    for entry_id in range(898):
-        new.add(0, entry_id, b"n" * 1000)
+    budget, old, new = old_and_new(150, 898)
     assert budget.used == 1_048_000, "within 1 MiB until the next append"
     new.add(0, 898, b"n" * 1000)
     assert budget.used <= budget.limit * EVICTION_WATERMARK
