@@ -11,9 +11,9 @@ class ConsumerCounters:
     the consumers' own counters summed, plus what consumers that left had counted (Pulsar's
     PersistentSubscription msgOutFromRemovedConsumer / bytesOutFromRemovedConsumers); rates are the
     connected consumers' summed and the last*Timestamp fields the latest of any consumer's, as
-    Pulsar's getStats adds them up. It has slots, as the subscriptions built on it do: a topic's
-    entry listener reads every subscription of the topic per group (docs/performance.md, "Counting
-    instead of timing, and slots")."""
+    Pulsar's getStats adds them up. It has slots, as the subscriptions built on it do: with a
+    thousand topics a subscription is seldom still in the processor's caches when its consumers'
+    acks and dispatch touch it (docs/performance.md, "Counting instead of timing, and slots")."""
 
     __slots__ = ("_removed_msg_out", "_removed_bytes_out", "_removed_latest")
 

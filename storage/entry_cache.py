@@ -72,12 +72,12 @@ class EntryCache:
 
     def add(self, ledger_id: int, entry_id: int, data: bytes) -> None:
         """Cache the entry just appended (entry ids of one ledger arrive in order)."""
+        budget = self._budget
         if ledger_id != self.ledger_id or entry_id != self.first_entry + len(self._datas):
             self.clear()
             self.ledger_id, self.first_entry = ledger_id, entry_id
             # Joined here, not when made: a ledger whose open fails never appends, nor is forgotten.
-            self._budget.join(self)
-        budget = self._budget
+            budget.join(self)
         if budget.config.entry_cache_size_mb <= 0:
             return
         self._datas.append(data)

@@ -39,8 +39,8 @@ class Dispatcher:
 
     pauses_on_ack_state = False  # PIP-299 applies to multi-consumer dispatchers only
     counts_redeliveries = True  # Pulsar disables the redelivery tracker of single-active dispatchers
-    # Slots here and in the subclasses: the topic's entry listener wakes every dispatcher of the
-    # topic per group (docs/performance.md, "Counting instead of timing, and slots").
+    # Slots here and in the subclasses: new entries wake a dispatcher with consumers once per group
+    # of its topic (docs/performance.md, "Counting instead of timing, and slots").
     __slots__ = ("subscription", "cursor", "consumers", "redelivery", "redelivery_tracker", "max_read_entries",
                  "max_read_bytes", "held", "_read_task", "_generation", "_wanted", "_avg_messages_per_entry",
                  "closed", "delayed", "_told_end_of_topic")
@@ -77,9 +77,13 @@ class Dispatcher:
 
     # ---- consumers -------------------------------------------------------------------------
     def add_consumer(self, consumer: "Consumer") -> None:
+        self._append_consumer(consumer)
+        self.wake()
+
+    def _append_consumer(self, consumer: "Consumer") -> None:
+        """consumer joins the list; subclasses that override add_consumer call this too."""
         self.consumers.append(consumer)
         self._update_entry_waiter()
-        self.wake()
 
     def remove_consumer(self, consumer: "Consumer") -> None:
         """Forget consumer; its unacknowledged entries go to the redelivery set for the others."""

@@ -32,8 +32,7 @@ class SingleActiveConsumerDispatcher(Dispatcher):
         self.active: Consumer | None = None
 
     def add_consumer(self, consumer: "Consumer") -> None:
-        self.consumers.append(consumer)
-        self._update_entry_waiter()
+        self._append_consumer(consumer)
         if not self._elect() and self.failover:
             # The active consumer stayed: only the newcomer needs to hear who it is.
             asyncio.get_running_loop().call_soon(self._notify_active, [consumer])

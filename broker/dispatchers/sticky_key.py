@@ -103,8 +103,7 @@ class StickyKeyDispatcher(Dispatcher):
         before = self.selector.consumer_ranges()
         self.selector.add_consumer(consumer)  # raises ConsumerAssignError: nothing changed then
         self._owners.clear()
-        self.consumers.append(consumer)
-        self._update_entry_waiter()
+        self._append_consumer(consumer)
         self._joined([consumer] + (self._gainers(before) if self.gainers_join else []))
         self.wake()
 
