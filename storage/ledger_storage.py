@@ -116,13 +116,24 @@ class LedgerStorage:
     # -- other threads ---------------------------------------------------------
     def intake(self, ops: list, mark: Mark) -> None:
         """A durable journal group (called by whoever wrote it, the journal thread or the loop,
-        before the loop hears of it). Its AppendOps are kept as tuples (_stored): a group may wait
-        here while a round or a checkpoint runs, and the AppendOps can go once the loop has them."""
-        self._put(([_stored(op) if type(op) is AppendOp else op for op in ops], mark, _needs_answer(ops)))
+        before the loop hears of it). Its AppendOps are kept as tuples of atoms (_stored), their
+        owners in a list beside them: a group may wait here while a round or a checkpoint runs
+        (at 10,000 topics, a second's groups: tens of thousands of appends), and the collector
+        stops tracking a tuple of atoms at its first pass, where one holding its owner would be
+        scanned by every collection of the older generations it was promoted to."""
+        stored, owners = [], []
+        for op in ops:
+            if type(op) is AppendOp:
+                stored.append(_stored(op))
+                owners.append(op.owner)
+            else:
+                stored.append(op)
+                owners.append(None)
+        self._put((stored, owners, mark, _needs_answer(ops)))
 
     def seal(self, op: SealOp) -> None:
         """Queue a close: everything the ledger has is written and its current ledger sealed."""
-        self._put(([op], None, True))
+        self._put(([op], [None], None, True))
 
     def close(self) -> None:
         """Write everything, checkpoint (synced), stop; blocks until the thread is gone."""
@@ -130,9 +141,10 @@ class LedgerStorage:
         self._thread.join()
 
     def _put(self, item: tuple | None) -> None:
-        """item: (ops, mark or None, whether it needs an answer now), or None to stop."""
+        """item: (ops, their owners (None but for appends), mark or None, whether it needs an
+        answer now), or None to stop."""
         self._inbox.append(item)
-        if item is None or item[2] or not self._gathering:
+        if item is None or item[3] or not self._gathering:
             self._gathering = True  # told: the thread looks at the inbox before it waits untimed
             self._wake.set()
 
@@ -149,8 +161,8 @@ class LedgerStorage:
             stop = None in items
             asked = []  # CheckpointOps
             try:
-                for ops, mark, _ in (item for item in items if item is not None):
-                    asked += self._take(ops)
+                for ops, owners, mark, _ in (item for item in items if item is not None):
+                    asked += self._take(ops, owners)
                     if mark is not None:
                         self._mark = mark
                 self._write_round()
@@ -180,11 +192,11 @@ class LedgerStorage:
         while True:
             while self._inbox:
                 item = self._inbox.popleft()
-                if item is None or item[2]:  # decided once, by the writer
+                if item is None or item[3]:  # decided once, by the writer
                     self._gathering = False
                     return [item, *self._drain()]
-                ops, self._mark, _ = item
-                self._take(ops)  # appends only: queued per ledger, nothing to answer
+                ops, owners, self._mark, _ = item
+                self._take(ops, owners)  # appends only: queued per ledger, nothing to answer
                 gathered += sum(stored[-1] for stored in ops)
                 if deadline is None:
                     deadline = time.monotonic() + WRITE_BEHIND_SECONDS
@@ -203,14 +215,14 @@ class LedgerStorage:
             items.append(self._inbox.popleft())
         return items
 
-    def _take(self, ops: list) -> list:
+    def _take(self, ops: list, owners: list) -> list:
         """Queue appends per ledger; act on the other operations in journal order; returns the
         CheckpointOps, answered after this round's checkpoint."""
         asked = []
-        for op in ops:
+        for op, owner in zip(ops, owners):
             kind = type(op)
             if kind is tuple:  # an append (_stored): (owner, ledger id) -> its run
-                self._pending.setdefault(op[:2], []).extend(op[2:2 + RUN_FIELDS])
+                self._pending.setdefault((owner, op[0]), []).extend(op[1:1 + RUN_FIELDS])
             elif kind is ControlOp:
                 self._control(op)
             elif kind is SealOp:
@@ -442,9 +454,9 @@ def _breathe() -> None:
 
 
 def _stored(op: AppendOp) -> tuple:
-    """What the ledger storage keeps of an append: (owner, ledger id, first entry, first offset,
-    end offset, segment records joined, record offsets as int64 bytes, entry bytes)."""
-    return (op.owner, op.ledger_id, op.first_entry, op.first_offset, op.end_offset, op.seg_bytes,
+    """What the ledger storage keeps of an append, atoms only: (ledger id, first entry, first
+    offset, end offset, segment records joined, record offsets as int64 bytes, entry bytes)."""
+    return (op.ledger_id, op.first_entry, op.first_offset, op.end_offset, op.seg_bytes,
             op.offsets.tobytes(), op.nbytes)
 
 

@@ -84,6 +84,23 @@ async def test_entries_waiting_to_be_written_behind_hold_nothing_the_collector_t
         assert await datas(ml) == [b"first"] + [b"e%d" % group for group in range(20)]
 
 
+def test_written_groups_waiting_in_the_inbox_are_atoms_the_collector_lets_go(tmp_path):
+    """While a checkpoint syncs 10,000 segments (seconds) the written groups wait in the inbox:
+    tens of thousands of appends. A tuple holding its owner stays tracked and was promoted to
+    every older generation, each of whose collections scanned it; a tuple of atoms is untracked
+    by the first young collection that meets it. The owners wait in one list per group."""
+    storage = ledger_storage.LedgerStorage(str(tmp_path), sync=True, open_file_limit=10, flush_interval=600.0,
+                                           loop=None, progress=lambda _: None, delete_journal_before=lambda _: None)
+    owners = [journal.JournalLedger(str(tmp_path / f"t{i}")) for i in range(3)]
+    ops = [AppendOp(owner, 7, 0, 64, b"entry") for owner in owners]
+    storage.intake(ops, jf.Mark(1, 0))  # not started: the group stays in the inbox
+    (stored, waiting_owners, mark, needs_answer), = storage._inbox
+    assert waiting_owners == owners and not needs_answer and mark == jf.Mark(1, 0)
+    assert [run[:3] for run in stored] == [(7, 0, 64)] * 3
+    gc.collect(0)
+    assert not [run for run in stored if gc.is_tracked(run)]
+
+
 async def test_a_round_and_a_checkpoint_over_many_ledgers_pause_for_the_loop(make_factory, tmp_path, monkeypatch):
     """A round's writes and a checkpoint's syncs over 120 ledgers pause twice each (every
     BREATHE_EVERY_LEDGERS = 50 ledgers), on the storage thread, and lose nothing: the segments
