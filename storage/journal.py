@@ -98,12 +98,12 @@ class JournalLedger:
 
 class AppendOp(Durability):
     """Entries first_entry.. of ledger_id, at segment offset first_offset (their records' offsets in
-    `offsets`, the segment's end after them in end_offset). seg_bytes: their segment records
-    joined, set when the group is encoded (the ledger storage's round so writes one buffer per
-    operation, not two per entry); fence: (ledger id, entries it keeps) pairs the journal writes
-    as SEAL records first. The operation is its appends' Durability (storage.durability: settled
-    once durable, or failed, by the loop); started_ns (its first append: the write latency) is the
-    loop's too.
+    `offsets`, None while it holds one entry; the segment's end after them in end_offset).
+    seg_bytes: their segment records joined, set when the group is encoded (the ledger storage's
+    round so writes one buffer per operation, not two per entry); fence: (ledger id, entries it
+    keeps) pairs the journal writes as SEAL records first. The operation is its appends'
+    Durability (storage.durability: settled once durable, or failed, by the loop); started_ns
+    (its first append: the write latency) is the loop's too.
     A plain class with slots: one is built for every ledger with appends in every group,
     thousands a second with many topics. It lives from its first append to its group's report
     (milliseconds): what the loop and the ledger storage keep of it until the entries are written
@@ -124,7 +124,9 @@ class AppendOp(Durability):
         self.first_entry = first_entry
         self.first_offset = first_offset
         self.datas: list[bytes] = [data]
-        self.offsets = array("q", (first_offset,))
+        # Made by a second entry: at many topics most operations hold one, and an array each was
+        # one more object the collector tracks for every append.
+        self.offsets: array | None = None
         self.end_offset = first_offset + segment.RECORD_OVERHEAD + len(data)
         self.nbytes = len(data)
         self.fence = fence
@@ -137,6 +139,8 @@ class AppendOp(Durability):
     def add(self, data: bytes) -> None:
         """One more entry, the next id of the ledger (the first comes with the operation)."""
         self.datas.append(data)
+        if self.offsets is None:
+            self.offsets = array("q", (self.first_offset,))
         self.offsets.append(self.end_offset)
         self.end_offset += segment.RECORD_OVERHEAD + len(data)
         self.nbytes += len(data)

@@ -152,7 +152,10 @@ class ManagedLedger:
                 ledger_map.start_ledger(op.ledger_id)
                 self._current_created_ms, rolled = now_ms, True
             info = ledger_map.ledgers[op.ledger_id]
-            info.offsets.extend(op.offsets)
+            if op.offsets is None:  # one entry
+                info.offsets.append(op.first_offset)
+            else:
+                info.offsets.extend(op.offsets)
             info.end_offset = op.end_offset
             last = op
         if last is not None:

@@ -24,6 +24,7 @@ import collections
 import logging
 import os
 import shutil
+import struct
 import threading
 import time
 from collections import OrderedDict
@@ -50,6 +51,7 @@ POLL_SECONDS = 0.05  # how often a gathering round looks for more written groups
 BREATHE_EVERY_LEDGERS = 50
 BREATHE_SECONDS = 0.001
 RUN_FIELDS = 5  # a pending run's atoms: first entry, first offset, end offset, records, offsets
+_OFFSET = struct.Struct("q")  # one record offset as the bytes of an array("q") (native order)
 
 
 @dataclass(eq=False)
@@ -456,8 +458,8 @@ def _breathe() -> None:
 def _stored(op: AppendOp) -> tuple:
     """What the ledger storage keeps of an append, atoms only: (ledger id, first entry, first
     offset, end offset, segment records joined, record offsets as int64 bytes, entry bytes)."""
-    return (op.ledger_id, op.first_entry, op.first_offset, op.end_offset, op.seg_bytes,
-            op.offsets.tobytes(), op.nbytes)
+    offsets = _OFFSET.pack(op.first_offset) if op.offsets is None else op.offsets.tobytes()
+    return (op.ledger_id, op.first_entry, op.first_offset, op.end_offset, op.seg_bytes, offsets, op.nbytes)
 
 
 def _needs_answer(ops: list) -> bool:
