@@ -4,10 +4,11 @@ import asyncio
 import gc
 import os
 import threading
+from array import array
 
 import pytest
 
-from minipulsar.storage import journal, ledger_storage, journal_format as jf
+from minipulsar.storage import journal, ledger_storage, segment, journal_format as jf
 from minipulsar.storage.journal import AppendOp
 from tests.helpers import wait_for_async
 from tests.unit.storage.test_journal import crash_copy, datas
@@ -88,15 +89,20 @@ def test_written_groups_waiting_in_the_inbox_are_atoms_the_collector_lets_go(tmp
     """While a checkpoint syncs 10,000 segments (seconds) the written groups wait in the inbox:
     tens of thousands of appends. A tuple holding its owner stays tracked and was promoted to
     every older generation, each of whose collections scanned it; a tuple of atoms is untracked
-    by the first young collection that meets it. The owners wait in one list per group."""
+    by the first young collection that meets it. The owners wait in one list per group. The
+    record offsets are int64 bytes, the same whether the operation made an array (two entries)
+    or not (one)."""
     storage = ledger_storage.LedgerStorage(str(tmp_path), sync=True, open_file_limit=10, flush_interval=600.0,
                                            loop=None, progress=lambda _: None, delete_journal_before=lambda _: None)
     owners = [journal.JournalLedger(str(tmp_path / f"t{i}")) for i in range(3)]
     ops = [AppendOp(owner, 7, 0, 64, b"entry") for owner in owners]
+    ops[2].add(b"next")  # an operation of two entries has an offsets array; one of one entry, none
     storage.intake(ops, jf.Mark(1, 0))  # not started: the group stays in the inbox
     (stored, waiting_owners, mark, needs_answer), = storage._inbox
     assert waiting_owners == owners and not needs_answer and mark == jf.Mark(1, 0)
     assert [run[:3] for run in stored] == [(7, 0, 64)] * 3
+    second = 64 + segment.RECORD_OVERHEAD + len(b"entry")
+    assert [run[5] for run in stored] == [array("q", offsets).tobytes() for offsets in ([64], [64], [64, second])]
     gc.collect()  # whichever generation the tuples are in by now
     assert not [run for run in stored if gc.is_tracked(run)]
 
