@@ -94,6 +94,11 @@ class JournalLedger:
     folder: str
     commit: object = None
     journal_id: int = -1  # set by the journal on first use
+    # The ledger whose segment the open made (recovery.recover_ledgers: its header, nothing
+    # else): the ledger storage writes its first entries into it instead of making it again.
+    # Remaking it (O_TRUNC) cost ~0.15 ms of kernel time on ext4, at every topic's first
+    # message: 1.5 s of CPU when 10,000 topics start sending. -1 once used.
+    opened_ledger: int = -1
 
 
 class AppendOp(Durability):

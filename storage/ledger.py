@@ -111,6 +111,7 @@ class ManagedLedger:
         for idx in sealed:
             self._map.add(idx)
         self._map.start_ledger(new_id)
+        self._owner.opened_ledger = new_id  # before any append: the storage thread reads it after
         self._lac = Position(sealed[-1].ledger_id, sealed[-1].entries - 1) if sealed else Position(new_id, -1)
         self._commit.start(new_id, loop)
         await self._cursors.load(loop, self.executor)

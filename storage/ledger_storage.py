@@ -282,9 +282,12 @@ class LedgerStorage:
                 self._seal(owner, current)
             current = self._current[owner] = _Current(SegmentIndex(ledger_id))
         if first_offset == segment.HEADER_SIZE:
-            self._drop_fd(owner, ledger_id)
-            os.close(segment.create_segment(owner.folder, ledger_id, sync=False))
-            self._dirty_folders.add(owner.folder)
+            if owner.opened_ledger == ledger_id:
+                owner.opened_ledger = -1  # made at open, header only; a retried write remakes it
+            else:
+                self._drop_fd(owner, ledger_id)
+                os.close(segment.create_segment(owner.folder, ledger_id, sync=False))
+            self._dirty_folders.add(owner.folder)  # the open made it unsynced too
             current.index = SegmentIndex(ledger_id)
         return current
 

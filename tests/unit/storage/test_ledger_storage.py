@@ -125,3 +125,30 @@ async def test_a_round_and_a_checkpoint_over_many_ledgers_pause_for_the_loop(mak
     reopened = await make_factory(tmp_path / "b")
     for i in range(120):
         assert await datas(await reopened.open(f"t{i}")) == [b"e-t%d" % i]
+
+
+async def test_the_segment_the_open_made_takes_the_first_entries_without_being_made_again(
+        make_factory, tmp_path, monkeypatch):
+    """The open makes the new ledger's segment (its header); the ledger storage writes the first
+    entries into it rather than making it again (an O_TRUNC create cost ~0.15 ms of kernel time,
+    at every topic's first message). A ledger rolled to later is still made by the ledger storage,
+    and a checkpoint makes both durable: only the segments are left to read them back from."""
+    makers = []
+    real = segment.create_segment
+
+    def create_segment(folder, ledger_id, sync):
+        makers.append((threading.current_thread().name, ledger_id))
+        return real(folder, ledger_id, sync)
+
+    monkeypatch.setattr(segment, "create_segment", create_segment)
+    factory = await make_factory(tmp_path / "a", max_entries_per_ledger=2)
+    ml = await factory.open("t")
+    await ml.open_cursor("keep", "earliest")
+    first = ml.current_ledger_id
+    expected = [b"e%d" % i for i in range(3)]  # the third entry rolls to the next ledger
+    for data in expected:
+        await ml.add_entry(data)
+    await factory.checkpoint()
+    assert [m for m in makers if m[0] == "ml-storage"] == [("ml-storage", first + 1)]
+    copy_of_the_segments_alone(tmp_path / "a", tmp_path / "b")
+    assert await datas(await (await make_factory(tmp_path / "b")).open("t")) == expected
