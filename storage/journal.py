@@ -296,17 +296,19 @@ class Journal:
     def _write_group(self, ops: list, handed: int) -> None:
         """Write ops (handed: groups of the thread's in them, 0 on the loop), then report them:
         the report is the last thing done, since once the loop has it the file may be the loop's."""
-        declared = set(self._declared)  # NAME records of a group that is cut back are gone too
+        # The NAME records of this group: gone with it when it is cut back. Listed, not a copy of
+        # the declared set taken first (one id per ledger in the file: 10,000 per group).
+        declared = []
         try:
-            parts = self._encode(ops)
+            parts = self._encode(ops, declared)
             self._append(parts)
         except OSError as exc:
-            self._declared = declared
+            self._declared.difference_update(declared)
             self._failed(ops, exc, handed)
             return
         except BaseException as exc:  # a bug: report, never kill the thread silently
             log.exception("journal %s: writing a group failed", self.folder)
-            self._declared = declared
+            self._declared.difference_update(declared)
             self._failed(ops, OSError(str(exc)), handed)
             return
         self._written(ops, Mark(self._seq, self._offset))
@@ -314,8 +316,9 @@ class Journal:
             self._rotate()
         self._tell(GroupReport(ops, handed=handed))
 
-    def _encode(self, ops: list) -> list:
-        """The records of a group as iovec parts; each AppendOp gets its segment records."""
+    def _encode(self, ops: list, declared: list) -> list:
+        """The records of a group as iovec parts; each AppendOp gets its segment records. The
+        journal ids given a NAME record here are added to declared."""
         parts = []
         record_header, record_crc, entry_record = segment.RECORD_HEADER.pack, segment.record_crc, jf.entry_record
         for op in ops:
@@ -327,6 +330,7 @@ class Journal:
             if owner.journal_id not in self._declared:
                 parts.append(jf.control_record(jf.NAME, owner.journal_id, payload=os.path.basename(owner.folder).encode()))
                 self._declared.add(owner.journal_id)
+                declared.append(owner.journal_id)
             if type(op) is ControlOp:
                 parts.append(jf.control_record(op.kind, owner.journal_id, op.ledger_id))
                 continue

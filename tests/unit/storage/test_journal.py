@@ -396,6 +396,22 @@ async def test_no_room_cuts_the_failed_write_off_and_numbering_goes_on(make_fact
     assert await datas(ml2) == [b"good0", b"good1", b"good2", b"after"]
 
 
+async def test_a_name_record_cut_off_with_its_group_is_written_again(
+        make_factory, tmp_path, writer, failing_journal_write):
+    """A ledger's first group carries the NAME record that tells a replay its folder; when that
+    group is cut off (no room), the next one must carry it again, or a replay cannot place it."""
+    f = await make_factory(tmp_path / "a")
+    ml = await f.open("t")
+    await ml.open_cursor("keep", "earliest")
+    failing_journal_write(errno.ENOSPC, written=True)
+    with pytest.raises(PersistenceError):
+        await ml.add_entry(b"lost")
+    await ml.add_entry(b"after")
+    crash_copy(tmp_path / "a", tmp_path / "b")
+    ml2 = await (await make_factory(tmp_path / "b")).open("t")
+    assert await datas(ml2) == [b"after"]
+
+
 def test_a_torn_journal_record_ends_the_file(tmp_path):
     folder = str(tmp_path)
     fd = jf.create_file(folder, 0)
