@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from minipulsar.broker.abstract_topic import AbstractTopic
 from minipulsar.broker.access_modes import ProducerAccess
@@ -55,7 +55,8 @@ class PersistentTopic(AbstractTopic):
 
     persistent = True
     __slots__ = ("name", "ledger", "_ledger_append", "subscriptions", "entry_waiters", "partition_index",
-                 "deduplication", "terminated_at", "_creating_subscription", "replication", "compaction")
+                 "deduplication", "terminated_at", "_creating_subscription", "replication", "compaction",
+                 "on_appended")
 
     def __init__(self, context: "TopicContext", name: TopicName, ledger: ManagedLedger):
         super().__init__(context)
@@ -77,6 +78,10 @@ class PersistentTopic(AbstractTopic):
         for cursor_name, cursor in ledger.cursors.items():
             if not is_system_cursor(cursor_name, context.replicator_prefix):
                 self.subscriptions[cursor_name] = Subscription(self, cursor_name, cursor, durable=True)
+        # Called with each entry queued while the replication's snapshot controller runs (PIP-33:
+        # data entries arm the next snapshot), else None: a SEND of a topic without replicated
+        # subscriptions calls nothing, and touches no object of the replication's.
+        self.on_appended: Callable[[bytes], None] | None = None
         self.replication = TopicReplication(self)  # replicators and PIP-33 snapshots (broker/replication)
         self.compaction = TopicCompaction(self)  # the compacted view (broker/compaction)
 
@@ -144,7 +149,8 @@ class PersistentTopic(AbstractTopic):
             appended = self._ledger_append(data)
         except LedgerClosedError as exc:
             raise ServiceNotReadyError(str(exc)) from exc
-        self.replication.on_appended(data)
+        if self.on_appended is not None:
+            self.on_appended(data)
         return appended
 
     async def publish(self, data: bytes) -> Position:

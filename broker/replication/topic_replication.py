@@ -58,7 +58,7 @@ def set_replicated(subscription: "Subscription", enabled: bool) -> None:
 class TopicReplication:
     """topic: the PersistentTopic. Construct from the topic's __init__ (inside the event loop)."""
 
-    # Slots: on_appended runs per SEND of every topic.
+    # Slots: on_appended runs per SEND of a topic while its snapshot controller runs.
     __slots__ = ("topic", "clients", "config", "remotes", "replicators", "controller", "caches", "_tasks",
                  "_closed", "_updating")
 
@@ -111,14 +111,17 @@ class TopicReplication:
         (a snapshot waits for an answer from every remote)."""
         if self.controller is not None and (remotes_changed or not wanted):
             controller, self.controller = self.controller, None
+            self.topic.on_appended = None
             await controller.close()
         if wanted and self.controller is None:
             self.controller = SnapshotController(self)
+            self.topic.on_appended = self.on_appended  # the topic's appends arm snapshots from now on
             self.controller.start()
 
     async def close(self) -> None:
         """Stop the controller and the replicators (their cursors stay, with their backlog)."""
         self._closed = True
+        self.topic.on_appended = None
         for replicator in self.replicators.values():
             self.topic.set_entry_waiter(replicator, False)
         self._tasks.cancel()
@@ -129,7 +132,8 @@ class TopicReplication:
 
     # ---- hooks from the topic ----------------------------------------------------------------
     def on_appended(self, data: bytes) -> None:
-        """An entry was queued for the ledger: data (non-marker) entries arm the next snapshot."""
+        """An entry was queued for the ledger (the topic's on_appended while the controller runs):
+        data (non-marker) entries arm the next snapshot."""
         if self.controller is not None and self.active and not mk.is_marker_entry(data):  # per SEND: cheapest first
             self.controller.data_written()
 
