@@ -307,8 +307,12 @@ async def test_the_steps_of_a_run_of_zeros_are_paced_and_a_group_goes_between_th
     monkeypatch.setattr(journal_module.jf, "write_zeros", write_zeros)
     factory = await make_factory(tmp_path, journal_pre_alloc_size_mb=4)  # paced while over 1 MiB of zeros is left
     ml = await factory.open("t")
-    while not steps:  # past half the run: the next run starts
+    while not factory._journal._filling:  # past half the run: the next run starts
         await ml.add_entry(b"H" * (60 << 10))
+    # No more records until its first step: had the loop gone on appending while the journal
+    # thread was slow to start it (a busy machine), the records could come within a quarter of a
+    # run of the zeros, where steps are not paced (they must not fall behind the records).
+    await wait_for_async(lambda: steps or None, "the run's first step")
     factory._journal._write_seconds = 1.0  # as after a stalled write: the next group is handed over
     await asyncio.wait_for(ml.add_entry(b"handed"), 2.0)  # within the first pause
     assert journal_writers(journal_writes.writes, b"handed") == ["ml-journal"] and len(steps) == 1
