@@ -132,7 +132,8 @@ async def test_the_segment_the_open_made_takes_the_first_entries_without_being_m
     """The open makes the new ledger's segment (its header); the ledger storage writes the first
     entries into it rather than making it again (an O_TRUNC create cost ~0.15 ms of kernel time,
     at every topic's first message). A ledger rolled to later is still made by the ledger storage,
-    and a checkpoint makes both durable: only the segments are left to read them back from."""
+    and after a checkpoint the entries of both read back from the segments alone (their durability
+    across a power cut is the power-loss tests')."""
     makers = []
     real = segment.create_segment
 
