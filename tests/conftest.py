@@ -13,7 +13,7 @@ import pulsar
 
 import pytest
 
-from minipulsar.launcher import BrokerProcess
+from minipulsar.launcher import BrokerProcess, BrokerStartError
 from tests.helpers import BrokerThread
 from tools.faultfs.control import FaultFS, fuse_unavailable_reason
 from tests.pki import JwtKeys, Pki, make_jwt_keys, make_pki
@@ -55,6 +55,9 @@ def official(broker):
     c.close()
 
 
+PORT_ATTEMPTS = 3  # broker_process: starts that lost a port free_port chose, at most
+
+
 @pytest.fixture
 def broker_process(tmp_path):
     """Start broker processes (minipulsar.launcher.BrokerProcess, ready when returned):
@@ -64,9 +67,19 @@ def broker_process(tmp_path):
     procs = []
 
     def start(data_dir: Path | None = None, **options) -> BrokerProcess:
-        p = BrokerProcess(data_dir or tmp_path / "data", **options).start()
-        procs.append(p)
-        return p
+        for attempt in range(PORT_ATTEMPTS):
+            p = BrokerProcess(data_dir or tmp_path / "data", **options)
+            try:
+                p.start()
+            except BrokerStartError as exc:
+                # free_port's port may become another socket's before the broker binds it (an
+                # outgoing connection of a test running beside this one): start again on new ports.
+                chosen_here = "port" not in options or "web_port" not in options
+                if not chosen_here or "address already in use" not in str(exc) or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                continue
+            procs.append(p)
+            return p
 
     yield start
     for p in procs:
