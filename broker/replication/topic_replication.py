@@ -134,7 +134,7 @@ class TopicReplication:
     def on_appended(self, data: bytes) -> None:
         """An entry was queued for the ledger (the topic's on_appended while the controller runs):
         data (non-marker) entries arm the next snapshot."""
-        if self.controller is not None and self.active and not mk.is_marker_entry(data):  # per SEND: cheapest first
+        if self.active and not mk.is_marker_entry(data):  # per SEND: cheapest first
             self.controller.data_written()
 
     async def write_marker(self, marker_type: int, message, replicate_to=()) -> Position:
