@@ -73,6 +73,26 @@ def test_changes():
         m.remove(2)
 
 
+def test_ledgers_stay_in_id_order_whatever_order_they_come_in():
+    """Recovered ledgers may come in any order; the map (a plain dict kept in id order, with a
+    sorted list of its ids) still walks them oldest first, and a replaced one keeps its place."""
+    m = LedgerMap([index(6, [5, 7], 1006), index(4, [10, 20, 30], 1004)], current_id=7)
+    m.start_ledger(7)
+    m.add(index(5, [], 1005))  # below the highest: the order is rebuilt
+    m.add(index(6, [5, 7, 9], 1006))  # the same id again: replaced where it stands
+    assert m.ledger_ids == list(m.ledgers) == [4, 5, 6, 7]
+    assert [info.ledger_id for info in m.infos()] == [4, 5, 6, 7] and m.ledgers[6].entries == 3
+    assert m.before_first() == P(4, -1)
+    assert m.previous_position(P(7, 0)) == P(6, 2)
+    assert m.next_valid_position(P(4, 2)) == P(6, 0)  # the empty ledger 5 is stepped over
+    assert m.count_entries_between(P(4, 0), P(6, 2)) == 5
+    m.remove(5)
+    assert m.ledger_ids == list(m.ledgers) == [4, 6, 7]
+    assert m.first_at_or_after(P(5, 0)) == P(6, 0)
+    m.add(index(3, [1], 1003))
+    assert m.ledger_ids == list(m.ledgers) == [3, 4, 6, 7]
+    assert m.position_leaving_backlog(10**9, P(7, -1)) == P(3, -1)
+
 def test_position_in_spans(m):
     spans = m.spans()
     assert [LedgerMap.position_in(spans, i) for i in range(7)] == ALL
