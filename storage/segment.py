@@ -71,7 +71,9 @@ class SegmentIndex:
     offsets: array = field(default_factory=lambda: array("q"))
     end_offset: int = HEADER_SIZE
     sealed_at_ms: int = 0
-    corrupt: set[int] = field(default_factory=set)  # entry ids known bad from a rescan
+    # Entry ids known bad from a rescan. Shared and empty until one is found: a set of its own per
+    # index would be one more object per ledger for the cyclic collector to scan, and corruption is rare.
+    corrupt: frozenset[int] = frozenset()
 
     @property
     def entries(self) -> int:
@@ -208,7 +210,7 @@ def _scan_records(f, path: str, size: int, idx: SegmentIndex, cut_tail: bool) ->
             if cut_tail:
                 break
             log.error("segment %s: entry %d (offset %d) fails its CRC32C", path, len(idx.offsets), pos)
-            idx.corrupt.add(len(idx.offsets))
+            idx.corrupt |= {len(idx.offsets)}
         idx.offsets.append(pos)
         pos = end
     return pos
