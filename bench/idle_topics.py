@@ -24,7 +24,7 @@ from pathlib import Path
 import pulsar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from perf_compare import minipulsar, pulsar_lite  # noqa: E402  (bench/ is not a package)
+from perf_compare import minipulsar, pulsar_lite, stop_brokers_on_sigterm  # noqa: E402  (bench/ is not a package)
 from memory import idle_connections  # noqa: E402
 from process_stats import open_fds, rss_kib  # noqa: E402
 
@@ -65,6 +65,7 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=5_000)
     parser.add_argument("--brokers", nargs="+", default=list(BROKERS), choices=list(BROKERS))
     args = parser.parse_args()
+    stop_brokers_on_sigterm()
     print("$ python bench/idle_topics.py " + shlex.join(sys.argv[1:]), flush=True)
     for name in args.brokers:
         rows = measure(name, args)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pulsar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from perf_compare import minipulsar  # noqa: E402  (bench/ is not a package)
+from perf_compare import minipulsar, stop_brokers_on_sigterm  # noqa: E402  (bench/ is not a package)
 
 
 def consume(url: str, topic: str, subscription: str, kind: str, start, counter, total: int) -> None:
@@ -85,6 +85,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
+    stop_brokers_on_sigterm()
     print("command:", shlex.join([sys.executable, *sys.argv]))
     ratios = []
     for round_no in range(args.rounds):

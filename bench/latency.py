@@ -33,7 +33,7 @@ import pulsar
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from disk_sync import GROUP_BYTES, summary, timed_writes  # noqa: E402
 from percentile import percentile  # noqa: E402
-from perf_compare import cpu_seconds, minipulsar, own_cpu_seconds, pulsar_lite  # noqa: E402  (bench/ is not a package)
+from perf_compare import cpu_seconds, minipulsar, own_cpu_seconds, pulsar_lite, stop_brokers_on_sigterm  # noqa: E402  (bench/ is not a package)
 
 BROKERS = {"minipulsar": minipulsar, "minipulsar-unsynced": functools.partial(minipulsar, sync=False),
            "pulsar-lite": pulsar_lite}
@@ -84,6 +84,7 @@ def main() -> None:
     parser.add_argument("--disk-seconds", type=float, default=5,
                         help="then time the disk's own synced writes (bench/disk_sync.py) this long; 0: no")
     args = parser.parse_args()
+    stop_brokers_on_sigterm()
     print("command:", shlex.join([sys.executable, *sys.argv]))
     results: dict[str, list[dict]] = {name: [] for name in args.brokers}
     for round_no in range(args.rounds):

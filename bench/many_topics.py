@@ -49,7 +49,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from perf_compare import (build_null_broker, cpu_seconds, minipulsar, null_broker,  # noqa: E402  (bench/ is not a package)
-                          own_cpu_seconds, pulsar_lite)
+                          own_cpu_seconds, pulsar_lite, stop_brokers_on_sigterm)
 from process_stats import thread_cpu_between, thread_cpu_seconds  # noqa: E402
 from percentile import percentile  # noqa: E402
 
@@ -259,6 +259,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--brokers", nargs="+", default=["minipulsar", "pulsar-lite"], choices=list(BROKERS))
     args = parser.parse_args()
+    stop_brokers_on_sigterm()
     if (args.paced or args.clients > 1) and args.partitions:
         parser.error("--paced and --clients send to --topics, not to the partitions of one topic")
     print("$ python bench/many_topics.py " + shlex.join(sys.argv[1:]), flush=True)

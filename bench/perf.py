@@ -186,6 +186,8 @@ def main() -> None:
     parser.add_argument("--null-batch", type=int, default=1000,
                         help="messages per entry the null broker serves to batched consumers (--compare)")
     args = parser.parse_args()
+    from perf_compare import stop_brokers_on_sigterm  # bench/ is on sys.path: this script's own folder
+    stop_brokers_on_sigterm()
     if args.messages is None:
         args.messages = 100_000 if args.compare else 50_000
     if args.size is None:

@@ -41,9 +41,11 @@ from __future__ import annotations
 
 import os
 import resource
+import signal
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -93,6 +95,14 @@ class BrokerURL(str):
         self = super().__new__(cls, url)
         self.pid, self.web = pid, web
         return self
+
+
+def stop_brokers_on_sigterm() -> None:
+    """SIGTERM (`timeout`, a CI job's cancel) exits like Ctrl-C: the `with` blocks that run the
+    brokers and the client processes stop them on the way out. Python's default for SIGTERM ends
+    the bench at once, and the brokers it started went on running, one of them busy, skewing
+    every measurement made after."""
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
 
 
 @contextmanager

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import many_topics  # noqa: E402  (bench/ is not a package)
-from perf_compare import minipulsar  # noqa: E402
+from perf_compare import minipulsar, stop_brokers_on_sigterm  # noqa: E402
 from tools.strace_attach import attach_strace  # noqa: E402
 
 CALLS = ("pwritev2", "pwritev", "fdatasync", "fsync")
@@ -73,6 +73,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--window", type=int, default=10_000, help="messages in flight at most")
     args = parser.parse_args()
+    stop_brokers_on_sigterm()
     args.batched, args.partitions = False, 0
     print("$ python bench/syncs_per_message.py " + shlex.join(sys.argv[1:]), flush=True)
     for count in args.topics:

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from minipulsar.launcher import BrokerProcess  # noqa: E402
-from perf_compare import cpu_seconds  # noqa: E402  (bench/ is not a package)
+from perf_compare import cpu_seconds, stop_brokers_on_sigterm  # noqa: E402  (bench/ is not a package)
 
 
 def measure(pid: int, n: int, run) -> tuple[float, float]:
@@ -106,6 +106,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--window", type=int, default=500, help="messages in flight while producing (< 1000)")
     args = parser.parse_args()
+    stop_brokers_on_sigterm()
     results: dict[str, list[tuple[float, float]]] = {}
     with BrokerProcess(log_level="WARNING") as broker:
         client = pulsar.Client(broker.url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
