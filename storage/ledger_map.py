@@ -43,8 +43,8 @@ class LedgerMap:
 
     A dict and a sorted list of its ids, not a sortedcontainers.SortedDict: a SortedDict is about
     twenty objects the cyclic garbage collector tracks (its SortedList, that list's lists and a
-    dozen bound methods), one map per loaded topic; at 10,000 topics they were a fifth of what a
-    collection of the old generations scans."""
+    dozen bound methods), one map per loaded topic: about a fifth of the objects a collection of
+    the older generations scans once many topics are loaded (19 of about 100 a topic)."""
 
     __slots__ = ("ledgers", "current_id", "_ids")
 
