@@ -93,6 +93,7 @@ def test_ledgers_stay_in_id_order_whatever_order_they_come_in():
     assert m.ledger_ids == list(m.ledgers) == [3, 4, 6, 7]
     assert m.position_leaving_backlog(10**9, P(7, -1)) == P(3, -1)
 
+
 def test_position_in_spans(m):
     spans = m.spans()
     assert [LedgerMap.position_in(spans, i) for i in range(7)] == ALL
