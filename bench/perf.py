@@ -36,7 +36,8 @@ import pulsar
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from minipulsar.launcher import BrokerProcess  # noqa: E402
-from percentile import percentile  # noqa: E402  (bench/ is this script's folder, first on sys.path)
+import perf_compare  # noqa: E402  (bench/ is this script's folder, first on sys.path)
+from percentile import percentile  # noqa: E402
 
 
 LATENCY_SAMPLE_EVERY = 20
@@ -186,16 +187,13 @@ def main() -> None:
     parser.add_argument("--null-batch", type=int, default=1000,
                         help="messages per entry the null broker serves to batched consumers (--compare)")
     args = parser.parse_args()
-    from perf_compare import stop_brokers_on_sigterm  # bench/ is on sys.path: this script's own folder
-    stop_brokers_on_sigterm()
+    perf_compare.stop_brokers_on_sigterm()
     if args.messages is None:
         args.messages = 100_000 if args.compare else 50_000
     if args.size is None:
         args.size = 100 if args.compare else 1024
     print(f"command: python {shlex.join(sys.argv)}", flush=True)
     if args.compare:
-        import perf_compare  # bench/ is on sys.path: this script's own folder
-
         perf_compare.main(args, run_produce)
         return
     embedded, url = start_broker_process() if args.embedded or not args.url else (None, None)
