@@ -22,6 +22,7 @@ import pulsar
 import requests
 
 from minipulsar.launcher import BrokerProcess
+from perf_compare import stop_brokers_on_sigterm  # bench/ is this script's folder, first on sys.path
 
 
 def produce(client: pulsar.Client, topic: str, messages: int, keys: int, size: int) -> float:
@@ -63,6 +64,7 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=10_000)
     parser.add_argument("--size", type=int, default=100, help="payload bytes")
     args = parser.parse_args()
+    stop_brokers_on_sigterm()
     print("command:", shlex.join([sys.executable, *sys.argv]))
     with tempfile.TemporaryDirectory() as tmp:
         broker = BrokerProcess(Path(tmp) / "data", log_level="WARNING", startup_timeout=60).start()

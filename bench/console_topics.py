@@ -29,6 +29,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from minipulsar.launcher import BrokerProcess
+from perf_compare import stop_brokers_on_sigterm  # bench/ is this script's folder, first on sys.path
 
 
 def timed_get(session: requests.Session, url: str, rounds: int) -> tuple[float, int]:
@@ -82,6 +83,7 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=10000)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
+    stop_brokers_on_sigterm()
     data = Path(tempfile.mkdtemp(prefix="console-bench-"))
     broker = BrokerProcess(data, settings={"brokerDeleteInactiveTopicsEnabled": "false"}).start()
     try:

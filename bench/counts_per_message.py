@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from minipulsar.launcher import BrokerProcess  # noqa: E402
+from perf_compare import stop_brokers_on_sigterm  # noqa: E402  (bench/ is this script's folder, first on sys.path)
 
 SITE = Path(__file__).resolve().parent / "counts_site"
 MESSAGES_A_ROUND = 1000
@@ -171,6 +172,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=40, help="functions printed")
     parser.add_argument("--callgrind", action="store_true", help="instructions and cache misses under valgrind")
     args = parser.parse_args()
+    stop_brokers_on_sigterm()
     print("$ python bench/counts_per_message.py " + shlex.join(sys.argv[1:]), flush=True)
     if args.callgrind:
         print(f"{'topics':>6} {'thread':>12} {'instructions':>13} {'L1d misses':>11} {'L2 misses':>10}  (a message)")

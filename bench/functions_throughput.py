@@ -35,6 +35,7 @@ import pulsar
 import requests
 
 from minipulsar.launcher import BrokerProcess
+from perf_compare import stop_brokers_on_sigterm  # bench/ is this script's folder, first on sys.path
 
 EXCLAMATION = "def process(input):\n    return input + '!'\n"
 LOGGER = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
@@ -152,6 +153,7 @@ def main() -> None:
     parser.add_argument("--source", help=argparse.SUPPRESS)
     parser.add_argument("--sink", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    stop_brokers_on_sigterm()
     if args.loop == "official":
         return official_loop(args.url, args.source, args.sink)
     if args.loop == "bundled":

@@ -28,6 +28,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from minipulsar.launcher import BrokerProcess  # noqa: E402
+from perf_compare import stop_brokers_on_sigterm  # noqa: E402  (bench/ is this script's folder, first on sys.path)
 from minipulsar.proto import PulsarApi_pb2 as api  # noqa: E402
 from minipulsar.proto.frames import encode_command  # noqa: E402
 
@@ -82,6 +83,7 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=2000)
     parser.add_argument("--minutes", type=float, default=10)
     args = parser.parse_args()
+    stop_brokers_on_sigterm()
     print("command:", shlex.join([sys.executable, *sys.argv]))
     with tempfile.TemporaryDirectory() as tmp:
         broker = BrokerProcess(Path(tmp) / "data", log_level="WARNING", startup_timeout=60).start()

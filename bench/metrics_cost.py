@@ -23,6 +23,7 @@ import pulsar
 import requests
 
 from minipulsar.launcher import BrokerProcess
+from perf_compare import stop_brokers_on_sigterm  # bench/ is this script's folder, first on sys.path
 
 
 class Scraper(threading.Thread):
@@ -84,6 +85,7 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=0.1, help="seconds between scrapes")
     parser.add_argument("--idle-topics", type=int, default=0, help="extra topics without traffic")
     args = parser.parse_args()
+    stop_brokers_on_sigterm()
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"{args.messages} unbatched messages of {args.size} B per run, {args.rounds} rounds, "
           f"scrape every {args.interval * 1000:.0f} ms, {args.idle_topics} idle topics")

@@ -60,6 +60,7 @@ import pulsar
 import requests
 
 from minipulsar.launcher import BrokerProcess
+from perf_compare import stop_brokers_on_sigterm  # bench/ is this script's folder, first on sys.path
 from minipulsar.proto import PulsarApi_pb2 as api
 from process_stats import (open_fds, peak_rss_kib, raise_nofile_limit, rss_kib,  # noqa: I001  (bench/ is on sys.path)
                            slope_kib_per_minute)
@@ -692,6 +693,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    stop_brokers_on_sigterm()
     print("command:", shlex.join([sys.executable, *sys.argv]))
     nofile = raise_nofile_limit()  # the connection scenarios hold thousands of sockets
     print(f"RLIMIT_NOFILE {nofile}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}")

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pulsar  # noqa: E402
 
 from minipulsar.launcher import BrokerProcess, free_port  # noqa: E402
+from perf_compare import stop_brokers_on_sigterm  # noqa: E402  (bench/ is this script's folder, first on sys.path)
 from tests.e2e.replication.geo import cluster_env  # noqa: E402
 
 
@@ -32,6 +33,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--sync", action="store_true", help="journalSyncData=true (fsync every group commit)")
     args = parser.parse_args()
+    stop_brokers_on_sigterm()
     tmp = Path(tempfile.mkdtemp(prefix="repl-lag-"))
     ports = {"a": free_port(), "b": free_port()}
     peers = ",".join(f"{n}=pulsar://127.0.0.1:{p}" for n, p in ports.items())

@@ -65,6 +65,7 @@ import pulsar
 import requests
 
 from minipulsar.launcher import BrokerProcess, free_port
+from perf_compare import stop_brokers_on_sigterm  # bench/ is this script's folder, first on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLICATED_NS = "public/default"
@@ -588,6 +589,7 @@ def main() -> int:
     parser.add_argument("--rss-slack-mb", type=int, default=128)
     parser.add_argument("--fd-slack", type=int, default=100)
     args = parser.parse_args()
+    stop_brokers_on_sigterm()
     if args.seed is None:
         args.seed = random.randrange(1 << 30)
     command = shlex.join([sys.executable, *sys.argv]) + ("" if "--seed" in sys.argv else f"  (seed {args.seed})")

@@ -35,6 +35,7 @@ from pathlib import Path
 import pulsar
 
 from minipulsar.launcher import BrokerProcess
+from perf_compare import stop_brokers_on_sigterm  # bench/ is this script's folder, first on sys.path
 from percentile import percentile  # bench/ is this script's folder, first on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -203,6 +204,7 @@ def main() -> None:
     lat.add_argument("--drain", type=float, default=15)
     lat.add_argument("--master", default="local[2]")
     args = parser.parse_args()
+    stop_brokers_on_sigterm()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     sys.path.insert(0, str(ROOT))
     {"batch": batch, "keepup": keepup, "latency": latency}[args.mode](args)
