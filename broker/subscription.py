@@ -170,6 +170,7 @@ class Subscription(ConsumerCounters):
         if self.dispatcher is None or self.sub_type != consumer.sub_type or not self.dispatcher.matches(consumer):
             self._replace_dispatcher(consumer)
         self.dispatcher.add_consumer(consumer)
+        self.cursor.set_active()  # new entries are cached while a consumer reads (PersistentTopic.checkBackloggedCursor)
 
     def apply_policies(self) -> None:
         """The namespace's policies changed: re-check the PIP-299 pause and the unacked limit."""
@@ -222,6 +223,8 @@ class Subscription(ConsumerCounters):
         self._keep_counters_of(consumer)
         if self.dispatcher is not None:
             self.dispatcher.remove_consumer(consumer)
+        if not self.consumers:
+            self.cursor.set_inactive()  # Pulsar PersistentSubscription.removeConsumer -> deactivateCursor
         self.topic.last_active = time.monotonic()  # broker/inactive_topics.py
         if not self.durable and not self.consumers:
             self.topic.context.spawn(self.topic.consumer_closed(self))

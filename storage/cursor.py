@@ -69,6 +69,21 @@ class ManagedCursor:
         self._listeners: list[Callable[[], None]] = []
         self._closed = False
 
+    # -- activity: whether the ledger caches appends for this cursor ------------------
+    def set_active(self) -> None:
+        """Something reads this cursor at the tail (its subscription has a consumer, or a
+        replicator reads it): the ledger caches new entries. Pulsar ``ManagedCursor.setActive``."""
+        self._ledger.activate_cursor(self)
+
+    def set_inactive(self) -> None:
+        """Nothing reads this cursor any more. Pulsar ``ManagedCursor.setInactive``."""
+        self._ledger.deactivate_cursor(self)
+
+    @property
+    def is_active(self) -> bool:
+        """Pulsar ``ManagedCursor.isActive`` (the internal stats' cursor field ``active``)."""
+        return self._ledger.is_cursor_active(self)
+
     # -- positions -----------------------------------------------------------
     @property
     def mark_delete_position(self) -> Position:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Executor
 
     from .config import ManagedLedgerConfig
+    from .cursor import ManagedCursor
     from .entry import Entry
     from .position import Position
 
@@ -38,3 +39,12 @@ class CursorLedger(Protocol):
 
     async def find_newest_matching(self, predicate: Callable[[bytes], bool]) -> "Position | None":
         """The last retained position whose data satisfies the monotone ``predicate``."""
+
+    def activate_cursor(self, cursor: "ManagedCursor") -> None:
+        """cursor is read at the tail: appends are cached from now on."""
+
+    def deactivate_cursor(self, cursor: "ManagedCursor") -> None:
+        """cursor is not read any more (the cache lets go once no cursor is active)."""
+
+    def is_cursor_active(self, cursor: "ManagedCursor") -> bool:
+        """Whether cursor is active."""

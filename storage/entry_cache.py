@@ -89,6 +89,11 @@ class EntryCache:
             budget.evict()
 
     @property
+    def size(self) -> int:
+        """Bytes of the entries held (entry data only)."""
+        return self._bytes
+
+    @property
     def holds_entries(self) -> bool:
         """Whether the run has an entry left to evict."""
         return bool(self._datas)

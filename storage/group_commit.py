@@ -165,7 +165,7 @@ class GroupCommit:
     """Appends of the managed ledger in ``owner.folder`` (loop thread only).
 
     ``ledgers`` is the ledger's map (durable entries; read to renumber after a failure);
-    ``cache`` gets every appended entry (and loses those whose write failed);
+    ``cache`` gets every appended entry while ``caching`` (and loses those whose write failed);
     ``on_batch(ops)`` runs once per reported group that made entries durable, with this ledger's
     operations of it in order (AppendOps: ledger_id, first_entry, offsets, end_offset; ControlOps
     to skip), before their appends are settled.
@@ -175,7 +175,7 @@ class GroupCommit:
     __slots__ = ("name", "owner", "config", "_map", "_cache", "_queue", "_on_batch", "closing", "_loop",
                  "_append_ledger", "_append_next", "_append_bytes", "_append_offset", "_fence", "_pending",
                  "_tail", "_in_flight", "_submitted_ns", "_unwritten", "_drained", "_latency", "entries_added",
-                 "add_entry_errors", "fenced_ledgers")
+                 "add_entry_errors", "fenced_ledgers", "caching")
 
     def __init__(self, name: str, owner: JournalLedger, config: ManagedLedgerConfig, ledgers: LedgerMap,
                  cache: EntryCache, queue: JournalQueue, on_batch: Callable[[list], None]) -> None:
@@ -204,6 +204,8 @@ class GroupCommit:
         self.entries_added = 0  # made durable since open (Pulsar entriesAddedCounter)
         self.add_entry_errors = 0  # appends failed since open (Pulsar addEntryErrors)
         self.fenced_ledgers: list[int] = []  # ledgers fenced after a write error of unknown outcome
+        # Whether appends go into the tail cache: only while a cursor is active (ManagedLedger.activate_cursor).
+        self.caching = False
 
     def start(self, ledger_id: int, loop: asyncio.AbstractEventLoop) -> None:
         """Appends start at entry 0 of the new, empty ledger ``ledger_id``."""
@@ -238,7 +240,8 @@ class GroupCommit:
         self._append_next = entry_id + 1
         self._append_bytes += len(data)
         self._append_offset = tail.end_offset
-        self._cache.add(ledger_id, entry_id, data)
+        if self.caching:
+            self._cache.add(ledger_id, entry_id, data)
         position = tail.last_position = make_position((ledger_id, entry_id))  # per entry: the fast constructor
         return position, tail
 

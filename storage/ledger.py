@@ -71,7 +71,7 @@ class ManagedLedger:
     # instead of timing, and slots").
     __slots__ = ("name", "folder", "config", "executor", "_on_closed", "_state", "_map", "_lac", "_listeners",
                  "_retention", "_current_created_ms", "_cache_budget", "_cache", "_journal", "_owner", "_commit",
-                 "_reader", "_cursors", "_loop", "append", "next_valid_position", "read_entries")
+                 "_reader", "_cursors", "_active_cursors", "_loop", "append", "next_valid_position", "read_entries")
 
     def __init__(self, name: str, folder: str, config: ManagedLedgerConfig, executor: "Executor",
                  journal: JournalQueue, on_closed: Callable[["ManagedLedger"], None] | None = None,
@@ -96,6 +96,7 @@ class ManagedLedger:
         self._commit = GroupCommit(name, self._owner, config, self._map, self._cache, journal, on_batch=self._publish)
         self._reader = EntryReader(name, folder, executor, self._map, self._cache, self._commit)
         self._cursors = CursorContainer(self, self._map, self.cursor_folder, on_persisted=self._trim)
+        self._active_cursors: set[ManagedCursor] = set()  # reading at the tail: appends are cached for them
         self._loop: asyncio.AbstractEventLoop | None = None
         self.append = self._commit.append
         self.next_valid_position = self._map.next_valid_position
@@ -328,8 +329,45 @@ class ManagedLedger:
 
     async def delete_cursor(self, name: str) -> None:
         """Remove durable cursor ``name`` and its files; trimming no longer waits for it."""
+        cursor = self._cursors.get(name)
+        if cursor is not None:
+            self.deactivate_cursor(cursor)
         if await self._cursors.delete(name):
             self._trim()
+
+    # -- active cursors: whether appends are cached ------------------------------------
+    def activate_cursor(self, cursor: ManagedCursor) -> None:
+        """cursor is read at the tail (its subscription has a consumer, or a replicator reads it):
+        from the next append on, new entries go into the tail cache (storage.entry_cache) too.
+        With no active cursor they are not cached: whoever reads them later reads them from memory
+        until the ledger storage has written them, then from the segment. Pulsar:
+        ``ManagedLedgerImpl.activateCursor``, and ``OpAddEntry`` caching an entry only when
+        ``hasActiveCursors()``."""
+        self._active_cursors.add(cursor)
+        self._commit.caching = True
+
+    def deactivate_cursor(self, cursor: ManagedCursor) -> None:
+        """cursor is not read any more (its last consumer left); with the last active cursor gone
+        the cache lets go of its entries and appends are no longer cached. Pulsar:
+        ``ManagedLedgerImpl.deactivateCursor``."""
+        self._active_cursors.discard(cursor)
+        if not self._active_cursors and self._commit.caching:
+            self._commit.caching = False
+            self._cache.clear()
+
+    def is_cursor_active(self, cursor: ManagedCursor) -> bool:
+        """Whether cursor is active (Pulsar ``ManagedLedgerImpl.isCursorActive``)."""
+        return cursor in self._active_cursors
+
+    @property
+    def cache_size(self) -> int:
+        """Bytes of entries the tail cache holds for this ledger (Pulsar ``ManagedLedgerImpl.getCacheSize``)."""
+        return self._cache.size
+
+    @property
+    def has_active_cursors(self) -> bool:
+        """Whether appends are cached: some cursor is active (Pulsar ``hasActiveCursors``)."""
+        return bool(self._active_cursors)
 
     # -- trimming (the policy: storage/trimming.py) -----------------------------------
     def set_retention(self, minutes: int, size_mb: int) -> None:

@@ -92,6 +92,8 @@ class Replicator:
         """Stop reading and close the producer; unconfirmed entries stay in the cursor's backlog."""
         self._closed = True
         self._wake.set()
+        if self.cursor is not None:
+            self.cursor.set_inactive()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -107,6 +109,7 @@ class Replicator:
         try:
             await self._connect()
             self.cursor.rewind()
+            self.cursor.set_active()  # new entries are cached for it (Pulsar: once the replicator has its producer)
             while not self._closed:
                 self._wake.clear()
                 room = self.queue_size - len(self._in_flight)

@@ -61,7 +61,7 @@ def of_cursor(cursor: ManagedCursor, count_between) -> dict:
         "individuallyDeletedMessages": f"[{ranges}]",
         "lastLedgerSwitchTimestamp": "",
         "state": "Open",
-        "active": True,
+        "active": cursor.is_active,
         "numberOfEntriesSinceFirstNotAckedMessage": count_between(md, read) if read > md else 0,
         "totalNonContiguousDeletedMessagesRange": cursor.individually_deleted_ranges_count,
         "subscriptionHavePendingRead": False,

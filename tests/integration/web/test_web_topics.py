@@ -79,8 +79,12 @@ def test_stats_internal_stats_and_last_message_id(admin, official, topic):
     cursor = internal["cursors"]["sub"]
     assert cursor["individuallyDeletedMessages"] == f"[({ledger}:{ids[2].entry_id()}..{ledger}:{ids[3].entry_id()}]]"
     assert cursor["totalNonContiguousDeletedMessagesRange"] == 1
+    assert cursor["active"] is True  # a consumer reads it: the ledger caches new entries
     last = admin.get(base(topic) + "/lastMessageId").json()
     assert (last["ledgerId"], last["entryId"], last["partitionIndex"]) == (ledger, ids[5].entry_id(), -1)
+    consumer.close()
+    wait_for(lambda: admin.get(base(topic) + "/internalStats").json()["cursors"]["sub"]["active"] is False,
+             "the cursor to go inactive with its last consumer")
 
 
 def test_message_by_position_and_examine(admin, official, topic):

@@ -122,13 +122,16 @@ async def test_redelivery_counts_grow_on_redelivery_and_go_with_the_ack(make_har
 
 async def test_reads_served_from_the_entry_cache_let_the_event_loop_run_between_them(make_harness):
     """A read the tail cache serves never suspends; the read loop yields after each one, so FLOWs,
-    acks and other topics are handled between reads, not once every permit is spent."""
+    acks and other topics are handled between reads, not once every permit is spent. The consumer
+    is attached (its cursor active) before the entries come, so the cache holds them."""
     harness = await make_harness()
+    subscription = await harness.subscription()
+    consumer = harness.consumer(subscription, "c1", EXCLUSIVE, permits=0)
+    subscription.add_consumer(consumer)
     for _ in range(300):
         await publish(harness)
-    subscription = await harness.subscription()
-    consumer = harness.consumer(subscription, "c1", EXCLUSIVE, permits=1000)
-    subscription.add_consumer(consumer)  # starts the read loop: its first step runs before ours
+    assert harness.topic.ledger.cache_size > 0
+    consumer.flow(1000)  # starts the read loop: its first step runs before ours
     received_when_we_ran = []
     asyncio.get_running_loop().call_soon(lambda: received_when_we_ran.append(len(consumer.connection.received)))
     await settle(subscription.dispatcher)

@@ -260,3 +260,32 @@ async def test_trimming_everything_leaves_nothing_promised_and_moves_cursors(mak
     assert ml.number_of_entries == 0
     assert ml.last_confirmed_position == Position(ml.current_ledger_id, -1)
     assert ml.cursors["sub"].mark_delete_position == Position(ml.ledger_ids[0], -1)
+
+
+async def test_appends_are_cached_only_while_a_cursor_is_active(make_factory):
+    """Pulsar's OpAddEntry caches an entry only when the ledger hasActiveCursors(); the last
+    cursor to go inactive empties the cache. Uncached entries still read back (from memory until
+    the ledger storage writes them, then from the segment)."""
+    f = await make_factory()
+    ml = await f.open("t")
+    cursor = await ml.open_cursor("sub", "earliest")
+    await ml.add_entry(b"a" * 100)
+    assert ml.cache_size == 0 and not cursor.is_active and not ml.has_active_cursors
+    cursor.set_active()
+    reader = ml.new_non_durable_cursor(None)
+    reader.set_active()
+    await asyncio.gather(*[ml.add_entry(b"b" * 100) for _ in range(3)])
+    assert ml.cache_size == 300 and cursor.is_active and reader.is_active
+    cursor.set_inactive()
+    await ml.add_entry(b"c" * 100)
+    assert ml.cache_size == 400 and not cursor.is_active  # the reader is still active
+    reader.set_inactive()
+    assert ml.cache_size == 0 and not ml.has_active_cursors
+    await ml.add_entry(b"d" * 100)
+    assert ml.cache_size == 0
+    await f.checkpoint()
+    entries = await ml.read_entries(Position(ml.current_ledger_id, 0), 10)
+    assert [e.data[0] for e in entries] == [ord(c) for c in "abbbcd"]
+    cursor.set_active()
+    await ml.delete_cursor("sub")  # a deleted cursor is no longer active
+    assert not ml.has_active_cursors
