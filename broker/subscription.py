@@ -223,11 +223,11 @@ class Subscription(ConsumerCounters):
         self._keep_counters_of(consumer)
         if self.dispatcher is not None:
             self.dispatcher.remove_consumer(consumer)
+        self.topic.last_active = time.monotonic()  # broker/inactive_topics.py
         if not self.consumers:
             self.cursor.set_inactive()  # Pulsar PersistentSubscription.removeConsumer -> deactivateCursor
-        self.topic.last_active = time.monotonic()  # broker/inactive_topics.py
-        if not self.durable and not self.consumers:
-            self.topic.context.spawn(self.topic.consumer_closed(self))
+            if not self.durable:
+                self.topic.context.spawn(self.topic.consumer_closed(self))
 
     async def unsubscribe(self, consumer: "Consumer", force: bool) -> None:
         """UNSUBSCRIBE by consumer: drop the subscription and its cursor. Other connected consumers
